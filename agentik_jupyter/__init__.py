@@ -1,0 +1,35 @@
+"""agentik_jupyter: an LLM agent that lives in the Jupyter kernel.
+
+`%load_ext agentik_jupyter` registers the magics. Importing this package is kept
+cheap: the agent's machinery loads on the first turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["tool", "load_ipython_extension", "unload_ipython_extension", "__version__"]
+
+if TYPE_CHECKING:
+    from .registry import tool
+
+
+def __getattr__(name: str) -> Any:
+    if name == "tool":
+        from .registry import tool
+
+        return tool
+    raise AttributeError(name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from .kernel.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .kernel.extension import unload
+
+    unload(ipython)

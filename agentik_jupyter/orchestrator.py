@@ -1,0 +1,312 @@
+"""The tool-call loop: ask the model, run the tools it asks for, repeat (at most 8 times).
+
+The loop owns the stores' transitions during a turn and emits Events for the UI
+and persistence. Tool failures go back to the model as ToolResult errors; only
+provider, network and configuration failures end a turn with an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+
+from .providers.base import (
+    ProviderChatResponse,
+    ProviderDelta,
+    ReasoningDelta,
+    StreamDone,
+    TextDelta,
+    UsageDelta,
+)
+from .providers.errors import AgentikError, scrub
+from .registry import ToolRegistry
+from .store import AgentStore, ChatStore
+from .types import (
+    AgentContext,
+    AppendText,
+    ChatMessage,
+    End,
+    EndReason,
+    ErrorEvent,
+    Event,
+    StartReasoning,
+    StartResponse,
+    ToolCall,
+    ToolCallEvent,
+    ToolDefinition,
+    ToolOutput,
+    ToolResult,
+    ToolResultEvent,
+    ToolSchema,
+    Usage,
+)
+from .validation import check_call, coerce_arguments
+
+log = logging.getLogger(__name__)
+
+MAX_ITERATIONS = 8
+MAX_RESULT_CHARS = 20_000
+MAX_ITERATIONS_MESSAGE = "Reached maximum iteration limit"
+INTERRUPTED = "interrupted"
+
+Approver = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
+EventListener = Callable[[Event], None]
+
+
+class Transport(Protocol):
+    """How the loop reaches a model: in-process adapter, Jupyter server route, or a script."""
+
+    def stream(
+        self,
+        messages: list[ChatMessage],
+        context: AgentContext | None,
+        tool_schemas: list[ToolSchema],
+    ) -> AsyncIterator[ProviderDelta]: ...
+
+
+@dataclass
+class TurnOutcome:
+    """What one run produced: the messages to keep, how it ended, and the error if any."""
+
+    messages: list[ChatMessage] = field(default_factory=list)
+    reason: EndReason = "complete"
+    error: str | None = None
+    error_code: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+def result_text(value: Any, limit: int = MAX_RESULT_CHARS) -> str:
+    """The bounded text form of a tool's return value that the model reads."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, default=str, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = text[:limit] + f"\n… [truncated: {cut} more characters]"
+    return text
+
+
+def _add_usage(total: Usage, part: Usage | None) -> Usage:
+    if part is None:
+        return total
+    return Usage(
+        input_tokens=(total.input_tokens or 0) + (part.input_tokens or 0),
+        output_tokens=(total.output_tokens or 0) + (part.output_tokens or 0),
+    )
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        transport: Transport,
+        registry: ToolRegistry,
+        chat_store: ChatStore,
+        agent_store: AgentStore,
+        *,
+        max_iterations: int = MAX_ITERATIONS,
+        approver: Approver | None = None,
+    ) -> None:
+        self.transport = transport
+        self.registry = registry
+        self.chat_store = chat_store
+        self.agent_store = agent_store
+        self.max_iterations = max_iterations
+        self.approver = approver
+        self._listeners: list[EventListener] = []
+        self.last_outcome: TurnOutcome | None = None
+
+    def on_event(self, listener: EventListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def emit(self, event: Event) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("event listener failed")
+
+    async def run(self, messages: list[ChatMessage], context: AgentContext | None = None) -> TurnOutcome:
+        """Run one turn over `messages` (the history, ending with the user's message).
+
+        Returns the outcome; cancelling the task leaves the stores consistent,
+        gives every started tool call an "interrupted" result, and re-raises.
+        """
+        outcome = TurnOutcome()
+        self.last_outcome = outcome
+        self.chat_store.set_error(None)
+        self.chat_store.set_loading(True)
+        if context is not None:
+            self.agent_store.set_context(context)
+        pending: dict[str, ToolCall] = {}
+        partial: list[str] = []
+        try:
+            for iteration in range(self.max_iterations):
+                partial.clear()
+                response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
+                assistant = ChatMessage(
+                    role="assistant",
+                    content=response.content or "",
+                    reasoning=response.reasoning,
+                    tool_calls=[ToolCall(id=c.id, name=c.name, args=c.args) for c in response.tool_calls]
+                    or None,
+                    provider_blocks=response.content_blocks,
+                )
+                self._keep(outcome, assistant)
+                partial.clear()
+                if not assistant.tool_calls:
+                    return self._finish(outcome, "complete")
+                parse_errors = {c.id: c.parse_error for c in response.tool_calls}
+                pending.update({c.id: c for c in assistant.tool_calls})
+                for call in assistant.tool_calls:
+                    self.emit(ToolCallEvent(call=call))
+                for call in assistant.tool_calls:
+                    result = await self._run_tool(call, parse_errors.get(call.id))
+                    pending.pop(call.id, None)
+                    self._keep_result(outcome, result)
+            self._keep(outcome, ChatMessage(role="assistant", content=MAX_ITERATIONS_MESSAGE))
+            return self._finish(outcome, "max_iterations")
+        except asyncio.CancelledError:
+            self._interrupt(outcome, pending, "".join(partial))
+            raise
+        except AgentikError as exc:
+            return self._fail(outcome, exc.message, exc.code)
+        except Exception as exc:
+            log.exception("turn failed")
+            return self._fail(outcome, f"{type(exc).__name__}: {scrub(str(exc))}", "internal")
+
+    async def _ask(
+        self,
+        iteration: int,
+        history: list[ChatMessage],
+        context: AgentContext | None,
+        outcome: TurnOutcome,
+        partial: list[str],
+    ) -> ProviderChatResponse:
+        self.agent_store.set_active_tool(None)
+        self.agent_store.set_status("sending")
+        self.emit(StartResponse(iteration=iteration))
+        response: ProviderChatResponse | None = None
+        reasoning_started = False
+        stream = self.transport.stream(history, context, self.registry.to_tool_schemas())
+        try:
+            async for delta in stream:
+                if isinstance(delta, TextDelta) and delta.text:
+                    if self.agent_store.status != "responding":
+                        self.agent_store.set_status("responding")
+                    partial.append(delta.text)
+                    self.emit(AppendText(text=delta.text))
+                elif isinstance(delta, ReasoningDelta) and delta.text:
+                    if not reasoning_started:
+                        reasoning_started = True
+                        self.emit(StartReasoning())
+                    self.emit(AppendText(text=delta.text, reasoning=True))
+                elif isinstance(delta, UsageDelta):
+                    pass
+                elif isinstance(delta, StreamDone):
+                    response = delta.response
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if response is None:
+            from .providers.errors import MalformedResponseError
+
+            raise MalformedResponseError("The model's answer ended before it was complete.")
+        outcome.usage = _add_usage(outcome.usage, response.usage)
+        return response
+
+    async def _run_tool(self, call: ToolCall, parse_error: str | None) -> ToolResult:
+        self.agent_store.set_status("processing")
+        self.agent_store.set_active_tool(call.name)
+        started = time.perf_counter()
+        result = await self._execute(call, parse_error)
+        result.duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        self.emit(ToolResultEvent(result=result))
+        return result
+
+    async def _execute(self, call: ToolCall, parse_error: str | None) -> ToolResult:
+        definition = self.registry.get(call.name)
+        rejected = check_call(call, definition, parse_error)
+        if rejected is not None or definition is None:
+            return rejected or ToolResult(tool_call_id=call.id, name=call.name, error="Unknown tool.")
+        if definition.policy == "deny":
+            return ToolResult(
+                tool_call_id=call.id, name=call.name, error=f"The tool '{call.name}' is disabled (policy: deny)."
+            )
+        if definition.policy == "ask":
+            approved = await self.approver(call, definition) if self.approver else False
+            if not approved:
+                return ToolResult(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    error=f"The user did not approve running '{call.name}'. Do not retry it; "
+                    "answer without it or ask the user.",
+                )
+        args = coerce_arguments(call.args, definition.parameters)
+        try:
+            fn = definition.execute
+            if inspect.iscoroutinefunction(fn):
+                value = await fn(**args)
+            else:
+                value = await asyncio.to_thread(fn, **args)
+                if inspect.isawaitable(value):
+                    value = await value
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return ToolResult(
+                tool_call_id=call.id, name=call.name, error=f"{type(exc).__name__}: {scrub(str(exc))}"
+            )
+        if isinstance(value, ToolOutput):
+            return ToolResult(
+                tool_call_id=call.id, name=call.name, result=result_text(value.text), display=value.display
+            )
+        return ToolResult(tool_call_id=call.id, name=call.name, result=result_text(value))
+
+    def _keep(self, outcome: TurnOutcome, message: ChatMessage) -> None:
+        outcome.messages.append(message)
+        self.chat_store.add_message(message)
+
+    def _keep_result(self, outcome: TurnOutcome, result: ToolResult) -> None:
+        self._keep(outcome, ChatMessage(role="tool", content=result.error or str(result.result), tool_result=result))
+
+    def _finish(self, outcome: TurnOutcome, reason: EndReason) -> TurnOutcome:
+        outcome.reason = reason
+        self.agent_store.reset()
+        self.chat_store.set_loading(False)
+        self.emit(End(reason=reason, usage=outcome.usage))
+        return outcome
+
+    def _fail(self, outcome: TurnOutcome, message: str, code: str | None) -> TurnOutcome:
+        outcome.reason = "error"
+        outcome.error = message
+        outcome.error_code = code
+        self.chat_store.set_error(message)
+        self.agent_store.set_active_tool(None)
+        self.agent_store.set_status("error")
+        self.emit(ErrorEvent(message=message, code=code))
+        self.emit(End(reason="error", usage=outcome.usage))
+        return outcome
+
+    def _interrupt(self, outcome: TurnOutcome, pending: dict[str, ToolCall], partial: str) -> None:
+        if partial:
+            self._keep(outcome, ChatMessage(role="assistant", content=partial))
+        for call in pending.values():
+            result = ToolResult(tool_call_id=call.id, name=call.name, error="Interrupted by the user.")
+            self.emit(ToolResultEvent(result=result))
+            self._keep_result(outcome, result)
+        outcome.reason = "interrupted"
+        outcome.error_code = INTERRUPTED
+        self.agent_store.reset()
+        self.chat_store.set_loading(False)
+        self.emit(End(reason="interrupted", usage=outcome.usage))

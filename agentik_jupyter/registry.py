@@ -1,0 +1,237 @@
+"""Tool registries and the `@tool` decorator.
+
+A tool is a plain or async Python function; its type hints become the
+parameters the model sees, its docstring the description.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, TypeAdapter
+
+from .types import ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
+
+T = TypeVar("T")
+
+
+class DuplicateToolError(ValueError):
+    pass
+
+
+class DefinitionRegistry(Generic[T]):
+    """Named definitions; a second one under the same name is an error unless replaced."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str, item: T, *, replace: bool = False) -> T:
+        if name in self._items and not replace:
+            raise DuplicateToolError(
+                f"A tool named {name!r} is already registered; pass replace=True to replace it."
+            )
+        self._items[name] = item
+        return item
+
+    def unregister(self, name: str) -> None:
+        self._items.pop(name, None)
+
+    def get(self, name: str) -> T | None:
+        return self._items.get(name)
+
+    def has(self, name: str) -> bool:
+        return name in self._items
+
+    def get_all(self) -> list[T]:
+        return list(self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class ToolRegistry(DefinitionRegistry[ToolDefinition]):
+    def add(self, definition: ToolDefinition, *, replace: bool = False) -> ToolDefinition:
+        existing = self.get(definition.name)
+        redefinition = (
+            existing is not None and existing.origin is not None and existing.origin == definition.origin
+        )
+        return self.register(definition.name, definition, replace=replace or redefinition)
+
+    def to_tool_schemas(self) -> list[ToolSchema]:
+        """Every tool in the internal, provider-agnostic form that adapters convert."""
+        return [d.schema_() for d in self.get_all()]
+
+    def set_policy(self, name: str, policy: ApprovalPolicy) -> None:
+        definition = self.get(name)
+        if definition is None:
+            raise KeyError(f"No tool named {name!r}.")
+        self._items[name] = definition.model_copy(update={"policy": policy})
+
+
+_SCALARS: dict[type, ParameterType] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    tuple: "array",
+    set: "array",
+    dict: "object",
+}
+
+
+def _strip_optional(hint: Any) -> Any:
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def parameter_from_hint(key: str, hint: Any, required: bool, description: str = "") -> ToolParameter:
+    """Map one Python type hint to a ToolParameter (with a JSON schema for the wire)."""
+    base = _strip_optional(hint)
+    origin = get_origin(base)
+    enum: list[Any] | None = None
+    ptype: ParameterType
+    if origin is Literal:
+        enum = list(get_args(base))
+        first = type(enum[0]) if enum else str
+        ptype = _SCALARS.get(first, "string")
+    elif inspect.isclass(base) and issubclass(base, BaseModel):
+        ptype = "object"
+    elif base in _SCALARS:
+        ptype = _SCALARS[base]
+    elif origin in _SCALARS:
+        ptype = _SCALARS[origin]
+    elif base is Any or base is inspect.Parameter.empty:
+        ptype = "string"
+    else:
+        raise TypeError(f"Unsupported type hint for tool parameter {key!r}: {hint!r}")
+    schema: dict[str, Any] | None = None
+    if base is not Any and base is not inspect.Parameter.empty:
+        schema = TypeAdapter(base).json_schema()
+        schema.pop("title", None)
+        if description:
+            schema["description"] = description
+    return ToolParameter(
+        key=key, type=ptype, required=required, description=description, enum=enum, json_schema=schema
+    )
+
+
+def _param_docs(doc: str) -> dict[str, str]:
+    """Read `name: text` lines from an Args/Parameters section of a docstring."""
+    found: dict[str, str] = {}
+    in_args = False
+    for raw in doc.splitlines():
+        line = raw.strip()
+        if line.lower().rstrip(":") in {"args", "arguments", "parameters"}:
+            in_args = True
+            continue
+        if in_args:
+            if not line:
+                in_args = False
+                continue
+            name, sep, text = line.partition(":")
+            name = name.split("(")[0].strip()
+            if sep and name.isidentifier():
+                found[name] = text.strip()
+    return found
+
+
+def _summary(doc: str) -> str:
+    lines: list[str] = []
+    for raw in doc.strip().splitlines():
+        if raw.strip().lower().rstrip(":") in {"args", "arguments", "parameters", "returns"}:
+            break
+        lines.append(raw.strip())
+    return " ".join(line for line in lines if line).strip()
+
+
+def definition_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    policy: ApprovalPolicy = "auto",
+    source: str = "user",
+) -> ToolDefinition:
+    """Build a ToolDefinition from a function's signature, hints and docstring."""
+    doc = inspect.getdoc(fn) or ""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:
+        raise TypeError(f"Cannot resolve the type hints of tool {fn.__name__!r}: {exc}") from exc
+    docs = _param_docs(doc)
+    params: list[ToolParameter] = []
+    models: dict[str, TypeAdapter[Any]] = {}
+    for pname, p in inspect.signature(fn).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        hint = hints.get(pname, p.annotation)
+        params.append(parameter_from_hint(pname, hint, p.default is p.empty, docs.get(pname, "")))
+        base = _strip_optional(hint)
+        if inspect.isclass(base) and issubclass(base, BaseModel):
+            models[pname] = TypeAdapter(hint)
+    execute = _with_models(fn, models) if models else fn
+    return ToolDefinition(
+        name=name or fn.__name__,
+        description=description if description is not None else _summary(doc),
+        parameters=params,
+        execute=execute,
+        policy=policy,
+        source=source,
+        origin=f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', fn.__name__)}",
+    )
+
+
+def _with_models(fn: Callable[..., Any], models: dict[str, TypeAdapter[Any]]) -> Callable[..., Any]:
+    """Turn dict arguments into the pydantic models the function declares."""
+
+    def convert(kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {k: models[k].validate_python(v) if k in models else v for k, v in kwargs.items()}
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def run_async(**kwargs: Any) -> Any:
+            return await fn(**convert(kwargs))
+
+        return run_async
+
+    def run(**kwargs: Any) -> Any:
+        return fn(**convert(kwargs))
+
+    return run
+
+
+default_registry = ToolRegistry()
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    policy: ApprovalPolicy = "auto",
+    replace: bool = False,
+    registry: ToolRegistry | None = None,
+) -> Any:
+    """Register a function as a tool the model can call.
+
+    Redefining the same function (re-running its notebook cell) replaces the
+    tool; a different function under a taken name needs `replace=True`.
+    """
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        definition = definition_from_function(f, name=name, description=description, policy=policy)
+        (registry if registry is not None else default_registry).add(definition, replace=replace)
+        f.__agentik_tool__ = definition  # type: ignore[attr-defined]
+        return f
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

@@ -1,0 +1,244 @@
+"""The single source of truth for the data that flows through the agent.
+
+Stores, orchestrator, registry, providers, persistence and the server all import
+their shapes from here, so a field renamed here is renamed everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Any, Awaitable, Callable, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ExecutionState = Literal["idle", "sending", "processing", "responding", "error"]
+ParameterType = Literal["string", "integer", "number", "boolean", "array", "object"]
+ApprovalPolicy = Literal["auto", "ask", "deny"]
+Role = Literal["user", "assistant", "tool"]
+
+
+def new_id(prefix: str = "") -> str:
+    """A short random id; the prefix tells a reader of the DB what it names."""
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+def now() -> float:
+    return time.time()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(_Model):
+    """A call the model asked for; `args` are already parsed from JSON."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Model):
+    """What a tool returned (or why it did not run).
+
+    `result` is what the model is sent; `display` is an optional MIME bundle for
+    the tool card (an HTML table, an image) that the model never sees.
+    """
+
+    tool_call_id: str
+    name: str
+    result: Any = None
+    error: str | None = None
+    display: dict[str, Any] | None = None
+    duration_ms: float | None = None
+
+
+class ChatMessage(_Model):
+    """One message of the conversation as the model sees it.
+
+    A `tool` message carries the ToolResult that answers one of the previous
+    assistant message's tool calls.
+    """
+
+    id: str = Field(default_factory=lambda: new_id("msg_"))
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] | None = None
+    tool_result: ToolResult | None = None
+    reasoning: str | None = None
+    provider_blocks: list[dict[str, Any]] | None = None
+    timestamp: float = Field(default_factory=now)
+
+
+class VariableSummary(_Model):
+    name: str
+    type: str
+    shape: str | None = None
+
+
+class AgentContext(_Model):
+    """Where in the notebook the question was asked and what data is loaded."""
+
+    notebook_path: str | None = None
+    cell_id: str | None = None
+    variables: list[VariableSummary] = Field(default_factory=list)
+    execution_count: int | None = None
+
+
+class ToolParameter(_Model):
+    key: str
+    type: ParameterType
+    required: bool = True
+    description: str = ""
+    enum: list[Any] | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+class ToolSchema(_Model):
+    """The provider-agnostic form of a tool that adapters convert to their wire format."""
+
+    name: str
+    description: str = ""
+    parameters: list[ToolParameter] = Field(default_factory=list)
+
+
+class ToolOutput(_Model):
+    """A tool's answer with two faces: bounded text for the model, rich MIME for the card."""
+
+    text: str
+    display: dict[str, Any] | None = None
+
+
+ToolFunction = Callable[..., Any | Awaitable[Any]]
+
+
+class ToolDefinition(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str
+    description: str = ""
+    parameters: list[ToolParameter] = Field(default_factory=list)
+    execute: ToolFunction = Field(exclude=True)
+    policy: ApprovalPolicy = "auto"
+    source: str = "user"
+    origin: str | None = Field(default=None, exclude=True)
+
+    def schema_(self) -> ToolSchema:
+        return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
+
+
+class Usage(_Model):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+# ---- Events: what the orchestrator emits for the UI and for persistence ----
+
+
+class StartReasoning(_Model):
+    type: Literal["start_reasoning"] = "start_reasoning"
+
+
+class StartResponse(_Model):
+    type: Literal["start_response"] = "start_response"
+    iteration: int = 0
+
+
+class AppendText(_Model):
+    type: Literal["append_text"] = "append_text"
+    text: str
+    reasoning: bool = False
+
+
+class ToolCallEvent(_Model):
+    type: Literal["tool_call"] = "tool_call"
+    call: ToolCall
+
+
+class ToolResultEvent(_Model):
+    type: Literal["tool_result"] = "tool_result"
+    result: ToolResult
+
+
+class ErrorEvent(_Model):
+    type: Literal["error"] = "error"
+    message: str
+    code: str | None = None
+
+
+EndReason = Literal["complete", "max_iterations", "interrupted", "error"]
+
+
+class End(_Model):
+    type: Literal["end"] = "end"
+    reason: EndReason = "complete"
+    usage: Usage | None = None
+
+
+Event = Annotated[
+    Union[StartReasoning, StartResponse, AppendText, ToolCallEvent, ToolResultEvent, ErrorEvent, End],
+    Field(discriminator="type"),
+]
+
+# ---- Persisted messages: rows of the audit log ----
+
+
+class UserMessage(_Model):
+    kind: Literal["user"] = "user"
+    id: str = Field(default_factory=lambda: new_id("msg_"))
+    content: str
+    context: AgentContext | None = None
+    timestamp: float = Field(default_factory=now)
+
+
+class AssistantMessage(_Model):
+    kind: Literal["assistant"] = "assistant"
+    id: str = Field(default_factory=lambda: new_id("msg_"))
+    content: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    provider_blocks: list[dict[str, Any]] | None = None
+    usage: Usage | None = None
+    timestamp: float = Field(default_factory=now)
+
+
+class ToolCallRecord(_Model):
+    kind: Literal["tool_call"] = "tool_call"
+    id: str = Field(default_factory=lambda: new_id("msg_"))
+    call: ToolCall
+    timestamp: float = Field(default_factory=now)
+
+
+class ToolResultRecord(_Model):
+    kind: Literal["tool_result"] = "tool_result"
+    id: str = Field(default_factory=lambda: new_id("msg_"))
+    result: ToolResult
+    timestamp: float = Field(default_factory=now)
+
+
+class ErrorRecord(_Model):
+    kind: Literal["error"] = "error"
+    id: str = Field(default_factory=lambda: new_id("msg_"))
+    message: str
+    code: str | None = None
+    timestamp: float = Field(default_factory=now)
+
+
+PersistedMessage = Annotated[
+    Union[UserMessage, AssistantMessage, ToolCallRecord, ToolResultRecord, ErrorRecord],
+    Field(discriminator="kind"),
+]
+
+# ---- The chat route's request and response bodies ----
+
+
+class ChatRequest(_Model):
+    messages: list[ChatMessage] = Field(min_length=1)
+    context: AgentContext | None = None
+    model: str | None = None
+
+
+class ChatResponseBody(BaseModel):
+    content: str
+    toolCalls: list[ToolCall] | None = None
