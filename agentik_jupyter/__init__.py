@@ -23,6 +23,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "agentik_jupyter.server"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     from .kernel.extension import load
 

@@ -58,7 +58,8 @@ class ChatMessage(_Model):
     """One message of the conversation as the model sees it.
 
     A `tool` message carries the ToolResult that answers one of the previous
-    assistant message's tool calls.
+    assistant message's tool calls. An assistant message with `error` set stands
+    for a failed turn in a resumed transcript; it is never sent to the model.
     """
 
     id: str = Field(default_factory=lambda: new_id("msg_"))
@@ -68,6 +69,7 @@ class ChatMessage(_Model):
     tool_result: ToolResult | None = None
     reasoning: str | None = None
     provider_blocks: list[dict[str, Any]] | None = None
+    error: str | None = None
     timestamp: float = Field(default_factory=now)
 
 
@@ -237,6 +239,7 @@ class ChatRequest(_Model):
     messages: list[ChatMessage] = Field(min_length=1)
     context: AgentContext | None = None
     model: str | None = None
+    tools: list[ToolSchema] | None = None
 
 
 class ChatResponseBody(BaseModel):

@@ -1,0 +1,16 @@
+"""Jupyter Server extension: the chat route and the sessions API under /agentik/api/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "agentik_jupyter.server"}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    from .handlers import setup_handlers
+
+    setup_handlers(serverapp.web_app, serverapp)
+    serverapp.log.info("agentik_jupyter: /agentik/api/chat and /agentik/api/sessions ready")

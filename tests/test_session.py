@@ -1,0 +1,163 @@
+"""A Session over a real SQLite file, driven by the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentik_jupyter.persistence import AsyncSessionDB
+from agentik_jupyter.providers.errors import RateLimitError
+from agentik_jupyter.registry import ToolRegistry, tool
+from agentik_jupyter.session import Session
+from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.types import AgentContext, AssistantMessage, ErrorRecord, ToolCallRecord, ToolResultRecord, UserMessage
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @tool(registry=reg)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value-of-{key}"
+
+    @tool(registry=reg)
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    return reg
+
+
+async def open_session(path: Path, steps: list[Step]) -> tuple[Session, ScriptedTransport, AsyncSessionDB]:
+    db = await AsyncSessionDB.open(path)
+    transport = ScriptedTransport(steps)
+    return Session(transport, registry(), db=db), transport, db
+
+
+def kinds(db_path: Path) -> list[str]:
+    with sqlite3.connect(db_path) as conn:
+        return [r[0] for r in conn.execute("SELECT role FROM message ORDER BY seq")]
+
+
+async def test_turns_are_written_and_resumed(tmp_path: Path) -> None:
+    path = tmp_path / "nb.agentik.db"
+    session, transport, db = await open_session(path, [Step.call("lookup", {"key": "a"}), Step.say("It is A.")])
+    outcome = await session.send("what is a?", AgentContext(notebook_path="/x/nb.ipynb"))
+    assert outcome.reason == "complete"
+    assert kinds(path) == ["user", "assistant", "tool_call", "tool_result", "assistant"]
+    await db.aclose()
+
+    resumed, transport2, db2 = await open_session(path, [Step.say("Still A.")])
+    info = await resumed.resume()
+    assert info is not None and info.title == "what is a?"
+    assert [m.role for m in resumed.chat_store.messages] == ["user", "assistant", "tool", "assistant"]
+    await resumed.send("and again?")
+    sent = transport2.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[2].tool_result is not None and sent[2].tool_result.result == "value-of-a"
+    await db2.aclose()
+
+
+async def test_failed_turn_goes_to_audit_only_and_next_turn_works(tmp_path: Path) -> None:
+    path = tmp_path / "f.agentik.db"
+    session, transport, db = await open_session(
+        path, [Step.say("first"), Step.fail(RateLimitError("Rate limited (429): slow down", status=429)), Step.say("ok")]
+    )
+    await session.send("one")
+    failed = await session.send("two")
+    assert failed.reason == "error" and session.chat_store.error == "Rate limited (429): slow down"
+    assert session.agent_store.status == "error"
+    await session.send("three")
+    assert session.chat_store.error is None and session.agent_store.status == "idle"
+    # the model never saw the failed question
+    assert [m.content for m in transport.requests[2].messages] == ["one", "first", "three"]
+    page = await db.audit_log(session.conversation_id)
+    records = [e.record for e in page.entries]
+    assert [r.kind for r in records] == ["user", "assistant", "user", "error", "user", "assistant"]
+    assert isinstance(records[3], ErrorRecord) and records[3].code == "rate_limit"
+    await db.aclose()
+    resumed, _, db2 = await open_session(path, [])
+    await resumed.resume()
+    errors = [m.error for m in resumed.chat_store.messages if m.error]
+    assert errors == ["Rate limited (429): slow down"]
+    await db2.aclose()
+
+
+async def test_stop_mid_tool_records_interrupt_and_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "s.agentik.db"
+    session, transport, db = await open_session(path, [Step.call("slow", text="Looking. "), Step.say("after")])
+    task = session.start_turn("go")
+    for _ in range(300):
+        if session.agent_store.active_tool == "slow":
+            break
+        await asyncio.sleep(0.01)
+    assert session.stop() is True
+    outcome = await task
+    assert outcome.reason == "interrupted" and not session.busy
+    assert session.agent_store.status == "idle" and session.chat_store.loading is False
+    records = [e.record for e in (await db.audit_log(session.conversation_id)).entries]
+    assert isinstance(records[-1], ErrorRecord) and records[-1].code == "interrupted"
+    assert any(isinstance(r, ToolResultRecord) and r.result.error == "Interrupted by the user." for r in records)
+    await session.send("next")
+    sent = transport.requests[-1].messages
+    roles = [m.role for m in sent]
+    assert roles == ["user", "assistant", "tool", "user"]  # the interrupted pair is kept, paired
+    await db.aclose()
+
+
+async def test_empty_input_fails_cleanly(tmp_path: Path) -> None:
+    session, transport, db = await open_session(tmp_path / "e.agentik.db", [Step.say("hi")])
+    events: list[str] = []
+    session.on_event(lambda e: events.append(e.type))
+    outcome = await session.send("   \n")
+    assert outcome.reason == "error" and "Empty message" in (session.chat_store.error or "")
+    assert events == ["error", "end"] and transport.requests == []
+    await session.send("hello")
+    assert session.chat_store.messages[-1].content == "hi"
+    await db.aclose()
+
+
+async def test_temporary_session_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t.agentik.db"
+    db = await AsyncSessionDB.open(path)
+    transport = ScriptedTransport([Step.say("a"), Step.say("b")])
+    session = Session(transport, registry(), db=db, temporary=True)
+    await session.send("q1")
+    await session.send("q2")
+    assert [m.content for m in transport.requests[1].messages] == ["q1", "a", "q2"]
+    assert kinds(path) == []
+    await db.aclose()
+
+
+async def test_a_second_turn_while_busy_is_refused(tmp_path: Path) -> None:
+    session, _, db = await open_session(tmp_path / "b.agentik.db", [Step.say("x" * 200, chunk_size=1, delay=0.005)])
+    task = session.start_turn("one")
+    with pytest.raises(RuntimeError, match="already running"):
+        session.start_turn("two")
+    await task
+    await db.aclose()
+
+
+async def test_new_conversation_and_switching(tmp_path: Path) -> None:
+    session, _, db = await open_session(tmp_path / "n.agentik.db", [Step.say("a"), Step.say("b")])
+    await session.send("first")
+    first = session.conversation_id
+    session.new_conversation()
+    assert session.chat_store.messages == ()
+    await session.send("second")
+    assert session.conversation_id != first
+    listed = await db.list_conversations()
+    assert {c.id for c in listed} == {first, session.conversation_id}
+    await session.resume(first)
+    assert [m.content for m in session.chat_store.messages] == ["first", "a"]
+    await db.aclose()
+
+
+def test_user_message_record_has_context() -> None:
+    rec = UserMessage(content="q", context=AgentContext(cell_id="c1"))
+    assert rec.context is not None and rec.context.cell_id == "c1"
+    assert AssistantMessage(content="x").kind == "assistant" and ToolCallRecord.model_fields["kind"].default == "tool_call"
