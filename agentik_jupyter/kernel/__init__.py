@@ -1,0 +1,1 @@
+"""The agent's life inside the IPython kernel: magics, notebook-context tools, approval."""

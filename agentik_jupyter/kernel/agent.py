@@ -1,0 +1,138 @@
+"""The agent's state in one kernel: tools, the session file, the current session.
+
+Created on the first turn (not at `%load_ext`), so loading the extension stays
+cheap. Everything that touches the disk runs off the kernel's event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from ..persistence import AsyncSessionDB, DBLocation, locate_db
+from ..registry import ToolRegistry, default_registry
+from ..session import Session
+from ..transport import default_transport
+from ..types import AgentContext
+
+log = logging.getLogger(__name__)
+
+
+class KernelAgent:
+    """One per IPython shell: `get_agent(shell)` creates or returns it."""
+
+    def __init__(self, shell: Any) -> None:
+        from .approval import ApprovalGate
+        from .context_tools import register_context_tools
+
+        self.shell = shell
+        self.registry: ToolRegistry = default_registry
+        register_context_tools(self.registry, shell)
+        self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
+        self.db: AsyncSessionDB | None = None
+        self.session: Session | None = None
+        self.gate = ApprovalGate(present=self._present_approval)
+        self.mcp: Any = None
+        self._needs_resume = False
+        self._mcp_loaded = False
+
+    def _present_approval(self, request: Any) -> None:
+        session = self.session
+        if session is None or session.approval_presenter is None:
+            raise RuntimeError("no approval view")
+        session.approval_presenter(request)
+
+    async def open_db(self) -> AsyncSessionDB:
+        if self.db is None:
+            self.db = await AsyncSessionDB.open(self.location.db_path)
+        return self.db
+
+    def session_for(self, temporary: bool = False, new: bool = False) -> Session:
+        """The Session object the next turn goes to (its DB is attached in `prepare`)."""
+        if temporary:
+            if self.session is None or not self.session.temporary or new:
+                self.session = self._make_session(temporary=True)
+            return self.session
+        if self.session is None or self.session.temporary:
+            self.session = self._make_session()
+            self._needs_resume = True
+        return self.session
+
+    async def prepare(
+        self, session: Session, *, new: bool = False, session_id: str | None = None
+    ) -> None:
+        """Run inside the turn: open the file, then continue, switch or start a conversation.
+
+        After a kernel restart the first turn continues the notebook's latest session.
+        """
+        await self.ensure_mcp()
+        if session.temporary:
+            return
+        if session.db is None:
+            session.db = await self.open_db()
+        if new:
+            session.new_conversation()
+        elif session_id is not None and session_id != session.conversation_id:
+            await session.resume(session_id)
+        elif self._needs_resume:
+            await session.resume()
+        self._needs_resume = False
+
+    def _make_session(self, temporary: bool = False) -> Session:
+        session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
+        session.context_provider = self.context
+        return session
+
+    def context(self, cell_id: str | None = None) -> AgentContext:
+        """What the model is told about the notebook for this turn."""
+        from .context_tools import variables_of
+
+        path = self.location.notebook_path
+        return AgentContext(
+            notebook_path=str(path) if path else None,
+            cell_id=cell_id,
+            variables=variables_of(self.shell),
+            execution_count=getattr(self.shell, "execution_count", None),
+        )
+
+    async def ensure_mcp(self) -> None:
+        """Start MCP servers from mcp.json on the first turn; failures are reported, not raised."""
+        if self._mcp_loaded:
+            return
+        self._mcp_loaded = True
+        try:
+            from ..mcp import load_manager
+        except ImportError:
+            return
+        try:
+            self.mcp = await load_manager(self.location.notebook_path, self.registry)
+        except Exception as exc:
+            log.warning("MCP servers could not be loaded: %s", exc)
+            self.mcp = None
+
+    def close(self) -> None:
+        if self.mcp is not None:
+            try:
+                self.mcp.close()
+            except Exception:
+                log.exception("closing MCP servers failed")
+        if self.db is not None:
+            self.db.db.close()
+
+
+_agents: dict[int, KernelAgent] = {}
+
+
+def get_agent(shell: Any) -> KernelAgent:
+    agent = _agents.get(id(shell))
+    if agent is None:
+        agent = _agents[id(shell)] = KernelAgent(shell)
+    return agent
+
+
+def forget_agent(shell: Any) -> None:
+    agent = _agents.pop(id(shell), None)
+    if agent is not None:
+        agent.close()

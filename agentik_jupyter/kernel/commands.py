@@ -1,0 +1,186 @@
+"""The `%agent` subcommands. None of them ever prints the API key."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+from typing import Any
+
+USAGE = """\
+Usage: %agent <command>
+  status            provider, model, session and sessions file
+  sessions          the notebook's sessions (title, updated, messages)
+  resume [ID]       continue a session (the latest when no ID)
+  new               start a new session
+  rename TITLE      rename the current session
+  delete ID         delete a session and its messages
+  tools             the tools the model can call, with their approval policy
+  policy TOOL auto|ask|deny
+                    change a tool's approval policy for this kernel
+  config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
+  panel             show the chat panel
+  stop              stop the running turn"""
+
+SETTINGS = [
+    "LLM_PROVIDER", "LLM_MODEL", "LLM_BASE_URL", "LLM_STREAM_USAGE", "AGENTIK_SYSTEM_PROMPT",
+    "AGENTIK_WAIT", "AGENTIK_APPROVE", "AGENTIK_APPROVAL_TIMEOUT", "AGENTIK_DB_PATH",
+    "AGENTIK_CONTEXT_TOKENS", "AGENTIK_MCP_CONFIG", "AGENTIK_TRANSPORT",
+]
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+async def run_command(shell: Any, line: str) -> None:
+    from .agent import get_agent
+
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        words = line.split()
+    command, args = (words[0].lower(), words[1:]) if words else ("help", [])
+    handler = _COMMANDS.get(command)
+    if handler is None:
+        if command not in {"help", "-h", "--help"}:
+            print(f"agentik: unknown command {command!r}.")
+        print(USAGE)
+        return
+    await handler(get_agent(shell), args)
+
+
+async def _status(agent: Any, args: list[str]) -> None:
+    from ..providers.config import load_config
+    from ..providers.errors import ConfigurationError
+
+    try:
+        config = load_config()
+        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {config.base_url}")
+    except ConfigurationError as exc:
+        print(f"provider: not configured ({exc.message})")
+    session = agent.session
+    if session is not None and session.conversation_id:
+        print(f"session:  {session.conversation_id} {session.title or ''}".rstrip())
+    elif session is not None and session.temporary:
+        print("session:  temporary (not saved)")
+    else:
+        print("session:  none yet (the next %%agent cell continues the latest or starts one)")
+    print(agent.location.describe())
+    if session is not None and session.busy:
+        print(f"status:   {session.agent_store.status} (a turn is running; %agent stop stops it)")
+
+
+async def _sessions(agent: Any, args: list[str]) -> None:
+    db = await agent.open_db()
+    rows = await db.list_conversations()
+    if not rows:
+        print(f"No sessions yet in {db.path}.")
+        return
+    current = agent.session.conversation_id if agent.session else None
+    print(f"{'':2}{'id':<22} {'updated':<16} {'msgs':>4}  title")
+    for info in rows:
+        mark = "* " if info.id == current else "  "
+        print(f"{mark}{info.id:<22} {_when(info.updated_at):<16} {info.message_count:>4}  {info.title or ''}")
+
+
+async def _resume(agent: Any, args: list[str]) -> None:
+    session = agent.session_for()
+    await agent.prepare(session)
+    info = await session.resume(args[0] if args else None)
+    if info is None:
+        print("No session to resume; the next %%agent cell starts one.")
+        return
+    print(f"Resumed {info.id} {info.title or ''} ({info.message_count} messages).")
+
+
+async def _new(agent: Any, args: list[str]) -> None:
+    session = agent.session_for()
+    await agent.prepare(session, new=True)
+    print("New session: the next %%agent cell starts it.")
+
+
+async def _rename(agent: Any, args: list[str]) -> None:
+    session = agent.session
+    if session is None or not session.conversation_id or session.db is None:
+        print("No current session to rename.")
+        return
+    title = " ".join(args).strip() or None
+    info = await session.db.rename_conversation(session.conversation_id, title)
+    session.title = info.title
+    print(f"Renamed {info.id} to {info.title!r}.")
+
+
+async def _delete(agent: Any, args: list[str]) -> None:
+    if not args:
+        print("Usage: %agent delete ID")
+        return
+    db = await agent.open_db()
+    if await db.delete_conversation(args[0]):
+        if agent.session is not None and agent.session.conversation_id == args[0]:
+            agent.session.new_conversation()
+        print(f"Deleted session {args[0]}.")
+    else:
+        print(f"No session {args[0]!r}.")
+
+
+async def _tools(agent: Any, args: list[str]) -> None:
+    from .approval import format_tools
+
+    await agent.ensure_mcp()
+    print(format_tools(agent.registry, agent.gate))
+    if agent.mcp is not None:
+        for line in agent.mcp.status_lines():
+            print(line)
+
+
+async def _policy(agent: Any, args: list[str]) -> None:
+    if len(args) != 2 or args[1] not in {"auto", "ask", "deny"}:
+        print("Usage: %agent policy TOOL auto|ask|deny")
+        return
+    try:
+        agent.registry.set_policy(args[0], args[1])
+    except KeyError as exc:
+        print(f"agentik: {exc.args[0]}")
+        return
+    print(f"{args[0]}: {args[1]}")
+
+
+async def _config(agent: Any, args: list[str]) -> None:
+    key = "set" if os.environ.get("LLM_API_KEY") else "not set"
+    print(f"{'LLM_API_KEY':<26} {key}")
+    for name in SETTINGS:
+        value = os.environ.get(name)
+        print(f"{name:<26} {value if value is not None else '-'}")
+
+
+async def _panel(agent: Any, args: list[str]) -> None:
+    from IPython.display import display
+
+    from ..widgets import ChatPanel
+
+    session = agent.session_for()
+    await agent.prepare(session)
+    panel = ChatPanel(session)
+    session.approval_presenter = panel.present_approval
+    display(panel)
+
+
+async def _stop(agent: Any, args: list[str]) -> None:
+    stopped = agent.session is not None and agent.session.stop()
+    print("Stopped." if stopped else "Nothing is running.")
+
+
+_COMMANDS = {
+    "status": _status,
+    "sessions": _sessions,
+    "resume": _resume,
+    "new": _new,
+    "rename": _rename,
+    "delete": _delete,
+    "tools": _tools,
+    "policy": _policy,
+    "config": _config,
+    "panel": _panel,
+    "stop": _stop,
+}

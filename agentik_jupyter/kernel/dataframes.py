@@ -1,0 +1,326 @@
+"""Describe a pandas or polars frame within a fixed budget, however big the frame is.
+
+A wide frame blowing the context window is the complaint to avoid: at most
+MAX_COLUMNS columns are profiled, statistics on more than SAMPLE_ROWS rows are
+estimated from a random row sample, and each section has its own character
+allowance, so a 10-million-row, 500-column frame costs what a small one does.
+pandas and polars are never imported here; a frame is recognised only through
+modules the user already imported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import math
+import random
+from collections import Counter
+from typing import Any, Callable
+
+from ..types import ToolOutput
+from .namespace import clip, imported
+
+BUDGET_CHARS = 8_000
+MAX_COLUMNS = 40
+SAMPLE_ROWS = 100_000
+HEAD_ROWS = 5
+HEAD_COLUMNS = 12
+HTML_ROWS = 10
+HTML_COLUMNS = 20
+_COLUMNS_CHARS = 4_500
+_HEAD_CHARS = 2_000
+_LINE_CHARS = 160
+
+
+def frame_kind(value: Any) -> str | None:
+    """`pandas`, `polars` or `polars-lazy` when `value` is a frame or series, else None."""
+    pd = imported("pandas")
+    if pd is not None and isinstance(value, (pd.DataFrame, pd.Series)):
+        return "pandas"
+    pl = imported("polars")
+    if pl is not None:
+        if isinstance(value, (pl.DataFrame, pl.Series)):
+            return "polars"
+        if isinstance(value, pl.LazyFrame):
+            return "polars-lazy"
+    return None
+
+
+def describe_frame(name: str, value: Any, columns: list[str] | None = None) -> ToolOutput:
+    """The bounded text profile of a frame for the model and an HTML preview for the card.
+
+    `columns` picks which columns to profile (by name) when the first MAX_COLUMNS are not the
+    interesting ones.
+    """
+    kind = frame_kind(value)
+    if kind == "pandas":
+        text, preview = _describe_pandas(name, value, columns)
+    elif kind == "polars":
+        text, preview = _describe_polars(name, value, columns)
+    elif kind == "polars-lazy":
+        text, preview = _describe_lazy(name, value), None
+    else:
+        raise TypeError(
+            f"{name!r} is a {type(value).__module__}.{type(value).__qualname__}, not a pandas or polars "
+            "DataFrame/Series; use inspect_variable for other objects."
+        )
+    text = clip(text, BUDGET_CHARS)
+    display: dict[str, Any] = {"text/plain": text}
+    if preview is not None:
+        display["text/html"] = preview
+    return ToolOutput(text=text, display=display)
+
+
+def _sample_positions(n_rows: int) -> list[int] | None:
+    """Sorted random row positions when the frame is too long to profile whole."""
+    if n_rows <= SAMPLE_ROWS:
+        return None
+    return sorted(random.Random(0).sample(range(n_rows), SAMPLE_ROWS))
+
+
+def _num(x: Any) -> str:
+    try:
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            return "nan"
+        if isinstance(x, bool):
+            return str(x)
+        if isinstance(x, int):
+            return f"{x:,}"
+        if isinstance(x, float):
+            return f"{x:.4g}"
+        value = float(x)
+        return f"{value:.4g}" if not value.is_integer() or abs(value) >= 1e15 else f"{int(value):,}"
+    except (TypeError, ValueError, OverflowError):
+        return clip(str(x), 40)
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def pick_columns(frame: str, names: list[str], requested: list[str] | None) -> list[int]:
+    """Positions of the columns to profile: the requested ones, else the first MAX_COLUMNS."""
+    if not requested:
+        return list(range(min(len(names), MAX_COLUMNS)))
+    wanted = set(requested)
+    missing = wanted.difference(names)
+    if missing:
+        close = [m for n in sorted(missing) for m in difflib.get_close_matches(n, names, n=2)]
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise KeyError(f"{frame!r} has no column(s) {', '.join(repr(m) for m in sorted(missing))}{hint}")
+    return [i for i, n in enumerate(names) if n in wanted][:MAX_COLUMNS]
+
+
+def _column_lines(
+    names: list[str], profile: Callable[[int], str], n_cols: int, others: list[str]
+) -> list[str]:
+    """One line per profiled column, stopping at the section's allowance, then the others' names."""
+    lines: list[str] = []
+    used = 0
+    for i, name in enumerate(names):
+        line = clip(f"  {clip(name, 40)}: {profile(i)}", _LINE_CHARS)
+        if used + len(line) > _COLUMNS_CHARS:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    skipped = names[len(lines) :]
+    rest = n_cols - len(lines)
+    if rest > 0:
+        listed = _name_list([*skipped, *others], 1_000)
+        lines.append(f"  … and {rest:,} more columns, not profiled (pass columns=[...] to profile them): {listed}")
+    return lines
+
+
+def _name_list(names: list[str], limit: int) -> str:
+    """Comma-separated names, as many as fit in `limit` characters."""
+    out: list[str] = []
+    used = 0
+    for name in names:
+        name = clip(name, 40)
+        if used + len(name) + 2 > limit:
+            out.append("…")
+            break
+        out.append(name)
+        used += len(name) + 2
+    return ", ".join(out)
+
+
+def _safe(profile: Callable[[int], str]) -> Callable[[int], str]:
+    def run(i: int) -> str:
+        try:
+            return profile(i)
+        except Exception as exc:
+            return f"(summary failed: {type(exc).__name__})"
+
+    return run
+
+
+def _nulls(count: int, total: int, sampled: bool) -> str:
+    if total == 0 or count == 0:
+        return "no nulls" + (" in sample" if sampled else "")
+    pct = 100 * count / total
+    return f"≈{pct:.1f}% null (sample)" if sampled else f"{count:,} nulls ({pct:.1f}%)"
+
+
+def _fit_head(render: Callable[[int], str]) -> str:
+    """Render the first rows with fewer columns until they fit the head allowance."""
+    cols = HEAD_COLUMNS
+    text = render(cols)
+    while len(text) > _HEAD_CHARS and cols > 2:
+        cols = max(2, cols // 2)
+        text = render(cols)
+    return clip(text, _HEAD_CHARS)
+
+
+# ---- pandas ----
+
+
+def _others(all_names: list[str], picked: list[int]) -> list[str]:
+    chosen = set(picked)
+    return [n for i, n in enumerate(all_names[: len(picked) + 400]) if i not in chosen][:300]
+
+
+def _describe_pandas(name: str, value: Any, columns: list[str] | None) -> tuple[str, str]:
+    pd = imported("pandas")
+    assert pd is not None
+    kind = "Series" if isinstance(value, pd.Series) else "DataFrame"
+    df = value.to_frame() if kind == "Series" else value
+    n_rows, n_cols = df.shape
+    memory = _bytes(float(df.memory_usage(index=True, deep=False).sum()))
+    lines = [f"pandas {kind} {name!r}: {n_rows:,} rows × {n_cols:,} columns, memory ≈ {memory} (shallow)"]
+    lines.append(f"index: {clip(_pandas_index(df.index), 200)}")
+    dtypes = Counter(str(dt) for dt in df.dtypes)
+    lines.append("dtypes: " + clip(", ".join(f"{dt}({n})" for dt, n in dtypes.most_common()), 300))
+    all_names = [str(c) for c in df.columns]
+    picked = pick_columns(name, all_names, columns)
+    shown = df.iloc[:, picked]
+    positions = _sample_positions(n_rows)
+    sample = shown if positions is None else shown.iloc[positions]
+    if positions is not None:
+        lines.append(f"Null counts and statistics below are estimated from a random sample of {SAMPLE_ROWS:,} rows.")
+    names = [all_names[i] for i in picked]
+    others = _others(all_names, picked)
+    lines.append(f"columns ({len(picked)} of {n_cols:,} profiled):" if n_cols else "columns: none")
+    profile = _safe(lambda i: _pandas_column(pd, sample.iloc[:, i], positions is not None))
+    lines.extend(_column_lines(names, profile, n_cols, others))
+    if n_rows and n_cols:
+        lines.append(f"first {min(HEAD_ROWS, n_rows)} rows:")
+        lines.append(_fit_head(lambda c: shown.iloc[:HEAD_ROWS, :c].to_string(max_colwidth=24, show_dimensions=False)))
+    with pd.option_context("display.max_colwidth", 50):
+        preview = shown.iloc[:HTML_ROWS, :HTML_COLUMNS].to_html(escape=True, border=0)
+    caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")
+    return "\n".join(lines), f"<p><b>{caption}</b></p>{preview}"
+
+
+def _pandas_index(index: Any) -> str:
+    pd = imported("pandas")
+    if pd is not None and isinstance(index, pd.RangeIndex):
+        return f"RangeIndex {index.start}..{index.stop} step {index.step}"
+    names = [n for n in index.names if n is not None]
+    label = f" named {names}" if names else ""
+    return f"{type(index).__name__} dtype {index.dtype}{label}"
+
+
+def _pandas_column(pd: Any, s: Any, sampled: bool) -> str:
+    api = pd.api.types
+    dtype = s.dtype
+    parts = [str(dtype), _nulls(int(s.isna().sum()), len(s), sampled)]
+    valid = s.dropna()
+    if len(valid) == 0:
+        return "; ".join(parts)
+    if api.is_bool_dtype(dtype):
+        parts.append(f"true {100 * float(valid.astype(bool).mean()):.1f}%")
+    elif api.is_numeric_dtype(dtype) and not api.is_complex_dtype(dtype):
+        parts.append(
+            f"min {_num(valid.min())}, max {_num(valid.max())}, mean {_num(valid.mean())}, std {_num(valid.std())}"
+        )
+    elif api.is_datetime64_any_dtype(dtype) or api.is_timedelta64_dtype(dtype):
+        parts.append(f"min {valid.min()}, max {valid.max()}")
+    else:
+        counts = valid.value_counts()
+        where = " in sample" if sampled else ""
+        top = clip(repr(counts.index[0]), 40)
+        parts.append(f"{len(counts):,} distinct{where}, top {top} ({int(counts.iloc[0]):,})")
+    return "; ".join(parts)
+
+
+# ---- polars ----
+
+
+def _describe_polars(name: str, value: Any, columns: list[str] | None) -> tuple[str, str]:
+    pl = imported("polars")
+    assert pl is not None
+    kind = "Series" if isinstance(value, pl.Series) else "DataFrame"
+    df = value.to_frame() if kind == "Series" else value
+    n_rows, n_cols = df.shape
+    memory = _bytes(float(df.estimated_size()))
+    lines = [f"polars {kind} {name!r}: {n_rows:,} rows × {n_cols:,} columns, memory ≈ {memory}"]
+    dtypes = Counter(str(dt) for dt in df.dtypes)
+    lines.append("dtypes: " + clip(", ".join(f"{dt}({n})" for dt, n in dtypes.most_common()), 300))
+    all_names = df.columns
+    picked = pick_columns(name, all_names, columns)
+    shown = df.select([all_names[i] for i in picked])
+    nulls = shown.null_count().row(0) if picked else ()
+    positions = _sample_positions(n_rows)
+    sampled = positions is not None
+    sample = shown if positions is None else shown.select(pl.all().gather(positions))
+    if sampled:
+        lines.append(f"Null counts are exact; statistics are estimated from a random sample of {SAMPLE_ROWS:,} rows.")
+    lines.append(f"columns ({len(picked)} of {n_cols:,} profiled):" if n_cols else "columns: none")
+    profile = _safe(lambda i: _polars_column(pl, sample.to_series(i), int(nulls[i]), n_rows, sampled))
+    lines.extend(_column_lines(shown.columns, profile, n_cols, _others(all_names, picked)))
+    if n_rows and n_cols:
+        lines.append(f"first {min(HEAD_ROWS, n_rows)} rows:")
+        lines.append(_fit_head(lambda c: _polars_table(pl, shown[:HEAD_ROWS, :c])))
+    caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")
+    preview = shown[:HTML_ROWS, :HTML_COLUMNS]._repr_html_()
+    return "\n".join(lines), f"<p><b>{caption}</b></p>{preview}"
+
+
+def _polars_table(pl: Any, df: Any) -> str:
+    with pl.Config(
+        tbl_rows=HEAD_ROWS,
+        tbl_cols=-1,
+        fmt_str_lengths=24,
+        tbl_formatting="ASCII_MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_dtype_separator=True,
+        tbl_hide_column_data_types=True,
+    ):
+        return str(df)
+
+
+def _polars_column(pl: Any, s: Any, null_count: int, n_rows: int, sampled: bool) -> str:
+    dtype = s.dtype
+    parts = [str(dtype), _nulls(null_count, n_rows, False)]
+    valid = s.drop_nulls()
+    if len(valid) == 0:
+        return "; ".join(parts)
+    if dtype == pl.Boolean:
+        parts.append(f"true {100 * float(valid.cast(pl.Float64).mean()):.1f}%")
+    elif dtype.is_numeric():
+        parts.append(
+            f"min {_num(valid.min())}, max {_num(valid.max())}, mean {_num(valid.mean())}, std {_num(valid.std())}"
+        )
+    elif dtype.is_temporal():
+        parts.append(f"min {valid.min()}, max {valid.max()}")
+    else:
+        counts = valid.value_counts(sort=True)
+        top, count = counts.row(0)
+        where = " in sample" if sampled else ""
+        parts.append(f"{counts.height:,} distinct{where}, top {clip(repr(top), 40)} ({int(count):,})")
+    return "; ".join(parts)
+
+
+def _describe_lazy(name: str, value: Any) -> str:
+    schema = value.collect_schema()
+    names = list(schema.names())
+    lines = [
+        f"polars LazyFrame {name!r}: {len(names):,} columns; not collected (rows unknown without running the query)."
+    ]
+    lines.extend(_column_lines(names[:MAX_COLUMNS], lambda i: str(schema[names[i]]), len(names), names[MAX_COLUMNS:]))
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""`%load_ext agentik_jupyter`: register the magics and the `await` transformer.
+
+Only IPython is touched here; the agent itself (pydantic, httpx2, SQLite,
+widgets) loads on the first turn.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+from typing import Any
+
+from .magics import CELL_HELPER, LINE_HELPER, AgentMagics, run_cell_turn
+
+_CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
+_LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")
+
+
+def _wants_wait(line: str) -> bool:
+    from .turn_options import OptionsError, parse_options
+
+    try:
+        return parse_options(line).wait
+    except OptionsError:
+        return False
+
+
+def transform(lines: list[str]) -> list[str]:
+    """Rewrite `%%agent --wait` cells and top-level `%agent` lines into top-level awaits.
+
+    IPython decides whether a cell is async after the cleanup transformers run, so
+    the rewritten cell is awaited on the kernel's own loop: no nested loop.
+    """
+    if not lines:
+        return lines
+    source = "".join(lines)
+    cell = _CELL.match(source)
+    if cell is not None:
+        line = cell.group("line")
+        if not _wants_wait(line):
+            return lines
+        return [f"await {CELL_HELPER}({line.strip()!r}, {cell.group('body')!r})\n"]
+    if not any(_LINE.match(raw.rstrip("\n")) for raw in lines):
+        return lines
+    out: list[str] = []
+    for raw in lines:
+        match = _LINE.match(raw.rstrip("\n"))
+        if match is None:
+            out.append(raw)
+        else:
+            out.append(f"await {LINE_HELPER}({match.group('rest').strip()!r})\n")
+    return out
+
+
+def load(ipython: Any) -> None:
+    if transform in ipython.input_transformers_cleanup:
+        return
+    ipython.register_magics(AgentMagics)
+
+    async def cell_helper(line: str, body: str) -> None:
+        await run_cell_turn(ipython, line, body)
+
+    async def line_helper(rest: str) -> None:
+        from .commands import run_command
+
+        await run_command(ipython, rest)
+
+    helpers = {CELL_HELPER: cell_helper, LINE_HELPER: line_helper}
+    ipython.user_ns.update(helpers)
+    ipython.user_ns_hidden.update(helpers)
+    ipython.input_transformers_cleanup.append(transform)
+    atexit.register(_shutdown, ipython)
+
+
+def _shutdown(ipython: Any) -> None:
+    from .agent import forget_agent
+
+    forget_agent(ipython)
+
+
+def unload(ipython: Any) -> None:
+    atexit.unregister(_shutdown)
+    if transform in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(transform)
+    for name in (CELL_HELPER, LINE_HELPER):
+        ipython.user_ns.pop(name, None)
+        ipython.user_ns_hidden.pop(name, None)
+    _shutdown(ipython)

@@ -1,0 +1,84 @@
+"""`%%agent` and `%agent`: the notebook surface.
+
+`%%agent` starts the turn as a task on the kernel's loop and returns at once, so
+Stop and Approve stay live while the answer streams. `%%agent --wait` (or
+AGENTIK_WAIT=1) is rewritten by an input transformer into a top-level `await`,
+so runners such as nbclient see the finished turn in the cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from .turn_options import OptionsError, TurnOptions, parse_options
+
+CELL_HELPER = "__agentik_cell__"
+LINE_HELPER = "__agentik_line__"
+
+
+def _display(obj: Any) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
+    """Show this cell's view and start its turn (after any turn still running)."""
+    from ..widgets import TurnView
+    from .agent import get_agent
+
+    agent = get_agent(shell)
+    session = agent.session_for(temporary=opts.temp, new=opts.new)
+    view = TurnView(session, text)
+    _display(view)
+    previous = session._task if session.busy else None
+
+    async def turn() -> Any:
+        if previous is not None:
+            await asyncio.wait([previous])
+        session.approval_presenter = view.present_approval
+        return await session.send(
+            text,
+            model=opts.model,
+            prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
+        )
+
+    task = asyncio.get_running_loop().create_task(turn())
+    view.track(task)
+    return view, task
+
+
+async def run_cell_turn(shell: Any, line: str, text: str) -> None:
+    """The `--wait` form: the cell awaits its turn, then leaves the transcript in its output."""
+    try:
+        opts = parse_options(line)
+    except OptionsError as exc:
+        print(f"agentik: {exc}")
+        return
+    view, task = _start(shell, opts, text)
+    await asyncio.wait([task])
+    view.finish()
+
+
+@magics_class
+class AgentMagics(Magics):
+    @cell_magic
+    def agent(self, line: str, cell: str) -> None:
+        """Ask the agent: the cell body is the message. See `%agent help`."""
+        try:
+            opts = parse_options(line)
+        except OptionsError as exc:
+            print(f"agentik: {exc}")
+            return
+        _start(self.shell, opts, cell)
+
+    @line_magic("agent")
+    def agent_line(self, line: str) -> None:
+        """`%agent status|sessions|resume [ID]|new|rename TITLE|delete ID|tools|config|panel|stop`."""
+        from .commands import run_command
+
+        task = asyncio.get_running_loop().create_task(run_command(self.shell, line))
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
