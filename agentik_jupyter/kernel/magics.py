@@ -32,7 +32,7 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
 
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
-    view = TurnView(session, text)
+    view = TurnView(session, text, wait=opts.wait)
     _display(view)
     previous = session._task if session.busy else None
 
@@ -40,6 +40,7 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
         if previous is not None:
             await asyncio.wait([previous])
         session.approval_presenter = view.present_approval
+        view.attach()
         return await session.send(
             text,
             model=opts.model,

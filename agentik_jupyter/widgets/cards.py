@@ -1,0 +1,144 @@
+"""Tool-call cards: what the agent ran, with which arguments, how long it took, what came back.
+
+Collapsed by default (an Accordion live, a <details> in saved transcripts). A
+DataFrame result shows its HTML table preview (sanitised), an image shows as an
+image, and long text is cut with a note of how much was cut.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ipywidgets import HTML, Accordion
+
+from ..types import ToolCall, ToolResult
+from .markdown import escape
+from .sanitize import sanitize_html
+
+CARD_TEXT_LIMIT = 2_000
+HTML_PREVIEW_LIMIT = 200_000
+IMAGE_LIMIT = 2_000_000
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
+TITLE_ARGS_LIMIT = 60
+_BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
+
+
+def truncate(text: str, limit: int = CARD_TEXT_LIMIT) -> tuple[str, int]:
+    """(shown text, number of characters cut)."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
+
+
+def cut_note(cut: int) -> str:
+    return f"… {cut:,} more characters not shown"
+
+
+def result_text(result: ToolResult) -> str:
+    """The result as text, the way the model read it."""
+    value = result.result
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def args_text(args: dict[str, Any]) -> str:
+    return json.dumps(args, ensure_ascii=False, indent=2, default=str)
+
+
+def _args_summary(args: dict[str, Any]) -> str:
+    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
+    return inner if len(inner) <= TITLE_ARGS_LIMIT else inner[: TITLE_ARGS_LIMIT - 1] + "…"
+
+
+def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
+    """Plain text (never HTML): '✓ name(args) · 12 ms'."""
+    head = f"{call.name}({_args_summary(call.args)})"
+    if result is None:
+        return f"⚙ {head} · running…"
+    mark = "✗" if result.error is not None else "✓"
+    tail = " · error" if result.error is not None else ""
+    if timings and result.duration_ms is not None:
+        tail += f" · {result.duration_ms:,.0f} ms"
+    return f"{mark} {head}{tail}"
+
+
+def _pre(text: str, css: str = "") -> str:
+    shown, cut = truncate(text)
+    note = f'<div class="agentik-cut"><em>{escape(cut_note(cut))}</em></div>' if cut else ""
+    style = f' style="{css}"' if css else ""
+    return f'<pre{style}>{escape(shown)}</pre>{note}'
+
+
+def rich_html(display: dict[str, Any] | None) -> str:
+    """The card preview from a tool's MIME bundle: images first, then a sanitised table."""
+    if not display:
+        return ""
+    for mime in IMAGE_TYPES:
+        data = display.get(mime)
+        if isinstance(data, str) and len(data) <= IMAGE_LIMIT and _BASE64.match(data):
+            clean = "".join(data.split())
+            return f'<img src="data:{mime};base64,{clean}" style="max-width:100%" alt="tool image"/>'
+    markup = display.get("text/html")
+    if isinstance(markup, str):
+        if len(markup) > HTML_PREVIEW_LIMIT:
+            return f"<p><em>HTML preview omitted ({len(markup):,} characters).</em></p>"
+        return f'<div class="agentik-preview" style="overflow:auto;max-height:24em">{sanitize_html(markup)}</div>'
+    return ""
+
+
+def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
+    """Arguments, then the error, or the preview and the text the model saw."""
+    parts = ["<div><b>Arguments</b></div>", _pre(args_text(call.args))]
+    if result is None:
+        parts.append("<div><em>Running…</em></div>")
+    elif result.error is not None:
+        parts.append("<div><b>Error</b></div>")
+        parts.append(_pre(result.error, "color:#b00020;white-space:pre-wrap"))
+    else:
+        preview = rich_html(result.display)
+        text = result_text(result)
+        if preview:
+            parts.append(f"<div><b>Result</b></div>{preview}")
+            if text:
+                parts.append(f"<details><summary>Text sent to the model</summary>{_pre(text)}</details>")
+        else:
+            parts.append("<div><b>Result</b></div>")
+            parts.append(_pre(text or "(no output)", "white-space:pre-wrap"))
+    return "".join(parts)
+
+
+def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
+    """The static card for saved transcripts: a collapsed <details>."""
+    title = escape(card_title(call, result, timings=timings))
+    return (
+        '<details class="agentik-tool" style="border:1px solid #ccc;border-radius:4px;'
+        'padding:2px 8px;margin:4px 0">'
+        f"<summary>{title}</summary>{card_body_html(call, result)}</details>"
+    )
+
+
+class ToolCard:
+    """The live card; `widget` is a collapsed Accordion whose title is plain text."""
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.result: ToolResult | None = None
+        self.body = HTML(value=card_body_html(call, None))
+        self.widget = Accordion(children=(self.body,), titles=(card_title(call, None),), selected_index=None)
+
+    def set_result(self, result: ToolResult) -> None:
+        self.result = result
+        self.body.value = card_body_html(self.call, result)
+        self.widget.titles = (card_title(self.call, result),)
+
+    @property
+    def collapsed(self) -> bool:
+        return self.widget.selected_index is None

@@ -1,0 +1,165 @@
+"""The chat panel: the whole conversation, a text box to continue it, Stop, status, errors.
+
+History is rendered from chat_store.messages (so a resumed session shows at
+once); a running turn is rendered from its events (streamed, throttled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+from ipywidgets import HTML, Button, HBox, Layout, Text, VBox, Widget
+
+from ..store import ChatState
+from ..types import ChatMessage, End, Event, StartResponse, ToolCall
+from .approval_card import ApprovalCard
+from .body import TurnBody, error_html
+from .cards import ToolCard
+from .markdown import escape, render_markdown
+from .protocol import ApprovalRequestLike, SessionLike
+from .status import ErrorBanner, StatusLine
+from .turn_view import close_tree
+
+PANEL_TEXT = "Agent chat panel"
+
+
+def user_html(text: str) -> str:
+    return (f'<div class="agentik-user" style="background:#f3f6fa;padding:2px 6px;border-radius:4px">'
+            f'<b>You:</b> <span style="white-space:pre-wrap">{escape(text)}</span></div>')
+
+
+class ChatPanel:
+    """`display(ChatPanel(session))`; set `session.approval_presenter = panel.present_approval`."""
+
+    def __init__(self, session: SessionLike, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.session = session
+        self.clock = clock
+        self.title = HTML(value=self._title_html())
+        self.history = VBox(layout=Layout(max_height="40em", overflow="auto"))
+        self.banner = ErrorBanner(session.chat_store)
+        self.status = StatusLine(session.agent_store, clock=clock)
+        self.notice = HTML(value="")
+        self.input = Text(placeholder="Ask the agent… (Enter sends)", continuous_update=True,
+                          layout=Layout(flex="1 1 auto"))
+        self.input.on_msg(self._on_input_msg)
+        self.send_button = Button(description="Send", button_style="primary", icon="paper-plane")
+        self.send_button.on_click(lambda _: self.send())
+        self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy)
+        self.stop_button.on_click(lambda _: self.session.stop())
+        self.widget = VBox(children=(
+            self.title, self.history, self.banner.widget,
+            HBox(children=(self.input, self.send_button, self.stop_button)),
+            HBox(children=(self.status.widget, self.notice)),
+        ))
+        self.last_task: asyncio.Task[Any] | None = None
+        self._body: TurnBody | None = None
+        self._rendered: list[str] = []
+        self._cards: dict[str, ToolCard] = {}
+        self._render_all(session.chat_store.messages)
+        self._unsubscribe = [session.chat_store.subscribe(self._on_chat), session.on_event(self._on_event)]
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = PANEL_TEXT
+        return bundle
+
+    # ---- user actions ----
+
+    def send(self, text: str | None = None) -> asyncio.Task[Any] | None:
+        """Start a turn with `text` (default: the text box); the box is cleared once it starts."""
+        message = (self.input.value if text is None else text).strip()
+        if not message:
+            return None
+        try:
+            self.last_task = self.session.start_turn(message)
+        except RuntimeError as exc:
+            self.notice.value = f"<em>{escape(str(exc))}: press Stop or wait.</em>"
+            return None
+        self.notice.value = ""
+        if text is None:
+            self.input.value = ""
+        return self.last_task
+
+    def _on_input_msg(self, widget: Any, content: dict[str, Any], buffers: Any) -> None:
+        if content.get("event") == "submit":
+            self.send()
+
+    def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
+        card = ApprovalCard(request)
+        (self._body.add if self._body is not None else self._add)(card.widget)
+        return card
+
+    def close(self) -> None:
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self.banner.close()
+        self.status.close()
+        close_tree(self.widget)
+
+    # ---- rendering ----
+
+    def _title_html(self) -> str:
+        title = self.session.title
+        return f"<b>Agent chat</b>{' — ' + escape(title) if title else ''}"
+
+    def _add(self, widget: Widget) -> None:
+        self.history.children = (*self.history.children, widget)
+
+    def _render_all(self, messages: tuple[ChatMessage, ...]) -> None:
+        old = list(self.history.children)
+        self.history.children = ()
+        for w in old:
+            close_tree(w)
+        self._rendered, self._cards = [], {}
+        for m in messages:
+            self._render_message(m)
+
+    def _render_message(self, m: ChatMessage) -> None:
+        self._rendered.append(m.id)
+        if m.role == "user":
+            self._add(HTML(value=user_html(m.content)))
+        elif m.role == "assistant":
+            if m.error is not None:
+                self._add(HTML(value=error_html(m.error)))
+            elif m.content:
+                self._add(HTML(value=f'<div class="agentik-assistant">{render_markdown(m.content)}</div>'))
+            for call in m.tool_calls or []:
+                card = ToolCard(call)
+                self._cards[call.id] = card
+                self._add(card.widget)
+        elif m.role == "tool" and m.tool_result is not None:
+            result = m.tool_result
+            existing = self._cards.get(result.tool_call_id)
+            if existing is None:
+                existing = ToolCard(ToolCall(id=result.tool_call_id, name=result.name))
+                self._add(existing.widget)
+            existing.set_result(result)
+
+    def _on_chat(self, state: ChatState) -> None:
+        ids = [m.id for m in state.messages]
+        if ids[: len(self._rendered)] != self._rendered:
+            self._render_all(state.messages)
+            return
+        for m in state.messages[len(self._rendered):]:
+            if self._body is not None and m.role != "user":
+                self._rendered.append(m.id)
+            else:
+                self._render_message(m)
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, StartResponse) and self._body is None:
+            self._body = TurnBody(clock=self.clock)
+            self._add(self._body.widget)
+            self.status.begin()
+            self.stop_button.disabled = False
+        if self._body is not None:
+            self._body.handle(event)
+        if isinstance(event, End):
+            if self._body is not None:
+                self._body.finish()
+                self._body = None
+            self.status.end(event.reason, event.usage)
+            self.stop_button.disabled = True
+            self.title.value = self._title_html()

@@ -1,0 +1,53 @@
+"""What the widgets need from a session and from an approval request, and nothing more.
+
+Depending on these protocols (not on Session or ApprovalRequest) keeps the
+widgets away from orchestrator internals and lets tests drive them with doubles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from ..store import AgentStore, ChatStore
+from ..types import Event
+
+
+@runtime_checkable
+class SessionLike(Protocol):
+    """The surface of agentik_jupyter.session.Session that the views use."""
+
+    chat_store: ChatStore
+    agent_store: AgentStore
+    title: str | None
+    approval_presenter: Callable[[Any], None] | None
+
+    def on_event(self, listener: Callable[[Event], None]) -> Callable[[], None]: ...
+
+    def start_turn(self, text: str) -> asyncio.Task[Any]: ...
+
+    def stop(self) -> bool: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+
+class ApprovalRequestLike(Protocol):
+    """The surface of agentik_jupyter.kernel.approval.ApprovalRequest that the card uses."""
+
+    tool_name: str
+    decision: str | None
+    reason: str | None
+    always: bool
+
+    @property
+    def display_text(self) -> str: ...
+
+    @property
+    def language(self) -> str: ...
+
+    def approve(self, always: bool = False) -> bool: ...
+
+    def deny(self, reason: str | None = None) -> bool: ...
+
+    def on_resolved(self, callback: Callable[[Any], None]) -> Callable[[], None]: ...

@@ -1,0 +1,70 @@
+"""An allow-list filter for the rich HTML a tool hands to its card (a DataFrame table).
+
+Tools run user or third-party code (MCP), so their `text/html` is treated like
+model text: only table-ish tags with harmless attributes survive, everything
+else is dropped (style and script bodies) or kept as escaped text.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+from .markdown import escape
+
+ALLOWED_TAGS = frozenset(
+    "table thead tbody tfoot tr th td caption colgroup col div span p br b i em strong code pre "
+    "small sup sub ul ol li hr".split()
+)
+VOID_TAGS = frozenset({"br", "col", "hr"})
+ALLOWED_ATTRS = frozenset({"class", "colspan", "rowspan", "border", "align", "valign", "title"})
+DROP_CONTENT = frozenset({"script", "style", "template", "iframe", "object", "noscript", "svg", "math"})
+
+
+class _Sanitizer(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.open: list[str] = []
+        self.dropping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in DROP_CONTENT:
+            self.dropping += 1
+            return
+        if self.dropping or tag not in ALLOWED_TAGS:
+            return
+        kept = "".join(f' {k}="{escape(v or "")}"' for k, v in attrs if k in ALLOWED_ATTRS)
+        self.out.append(f"<{tag}{kept}>")
+        if tag not in VOID_TAGS:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in VOID_TAGS:
+            self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in DROP_CONTENT:
+            self.dropping = max(0, self.dropping - 1)
+            return
+        if self.dropping or tag not in self.open:
+            return
+        while self.open:
+            top = self.open.pop()
+            self.out.append(f"</{top}>")
+            if top == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if not self.dropping:
+            self.out.append(escape(data))
+
+    def result(self) -> str:
+        self.close()
+        return "".join(self.out) + "".join(f"</{t}>" for t in reversed(self.open))
+
+
+def sanitize_html(markup: str) -> str:
+    """Keep the structure of a table preview, drop anything that could run or load."""
+    parser = _Sanitizer()
+    parser.feed(markup)
+    return parser.result()

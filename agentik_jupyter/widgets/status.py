@@ -1,0 +1,155 @@
+"""The status line (what the agent is doing, for how long, at what token cost) and the error banner."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+from ipywidgets import HTML, Button, HBox, Layout
+
+from ..store import AgentState, AgentStore, ChatState, ChatStore
+from ..types import EndReason, Usage
+from .markdown import escape
+
+TICK_S = 1.0
+ENDINGS: dict[str, str] = {
+    "complete": "✓ Done",
+    "max_iterations": "■ Stopped at the tool-call limit",
+    "interrupted": "■ Stopped",
+    "error": "⚠ Failed",
+}
+
+
+def usage_text(usage: Usage | None) -> str:
+    if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
+        return ""
+    return f"{usage.input_tokens or 0:,} tokens in, {usage.output_tokens or 0:,} out"
+
+
+class StatusLine:
+    """Follows AgentStore.status while a turn is active; elapsed time ticks once a second."""
+
+    def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.widget = HTML(value="", layout=Layout(flex="1 1 auto"))
+        self.clock = clock
+        self._store = agent_store
+        self._started: float | None = None
+        self._ended: float | None = None
+        self._reason: EndReason | None = None
+        self._usage: Usage | None = None
+        self._waiting = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._unsubscribe = agent_store.subscribe(self._on_state)
+
+    @property
+    def active(self) -> bool:
+        return self._started is not None and self._ended is None
+
+    @property
+    def elapsed_s(self) -> float | None:
+        """Seconds from begin to end (or to now while active); None before begin."""
+        if self._started is None:
+            return None
+        return (self._ended or self.clock()) - self._started
+
+    def waiting(self) -> None:
+        """Queued behind another turn."""
+        self._waiting = True
+        self._render()
+
+    def begin(self) -> None:
+        self._started, self._ended, self._reason, self._usage, self._waiting = self.clock(), None, None, None, False
+        self._render()
+        self._schedule()
+
+    def end(self, reason: EndReason, usage: Usage | None) -> None:
+        if self._started is None:
+            self._started = self.clock()
+        self._ended, self._reason, self._usage = self.clock(), reason, usage
+        self._cancel()
+        self._render()
+
+    def text(self) -> str:
+        """The line as plain text (what the widget shows)."""
+        if self._started is None:
+            return "Waiting for the previous turn…" if self._waiting else ""
+        elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
+        if self._ended is not None:
+            parts = [ENDINGS.get(self._reason or "complete", "Done"), elapsed, usage_text(self._usage)]
+            return " · ".join(p for p in parts if p)
+        state = self._store.get()
+        if state.status == "processing":
+            doing = f"⚙ Running {state.active_tool}…" if state.active_tool else "⚙ Running a tool…"
+        elif state.status == "responding":
+            doing = "✎ Responding…"
+        elif state.status == "error":
+            doing = "⚠ Error"
+        else:
+            doing = "⏳ Sending…"
+        return f"{doing} {elapsed}"
+
+    def close(self) -> None:
+        self._cancel()
+        self._unsubscribe()
+
+    def _on_state(self, state: AgentState) -> None:
+        if self.active:
+            self._render()
+
+    def _render(self) -> None:
+        value = f'<span class="agentik-status">{escape(self.text())}</span>'
+        if value != self.widget.value:
+            self.widget.value = value
+
+    def _schedule(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._timer = loop.call_later(TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.active:
+            self._render()
+            self._schedule()
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+class ErrorBanner:
+    """Shows chat_store.error until it is cleared; Dismiss clears it."""
+
+    def __init__(self, chat_store: ChatStore) -> None:
+        self._store = chat_store
+        self.message = HTML(value="", layout=Layout(flex="1 1 auto"))
+        self.dismiss = Button(description="Dismiss", tooltip="Clear the error", layout=Layout(width="auto"))
+        self.dismiss.on_click(lambda _: self._store.set_error(None))
+        self.widget = HBox(
+            children=(self.message, self.dismiss),
+            layout=Layout(display="none", border="1px solid #b00020", padding="2px 6px", margin="4px 0"),
+        )
+        self._unsubscribe = chat_store.subscribe(self._on_state)
+        self._show(chat_store.error)
+
+    @property
+    def visible(self) -> bool:
+        return self.widget.layout.display != "none"
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    def _on_state(self, state: ChatState) -> None:
+        self._show(state.error)
+
+    def _show(self, error: str | None) -> None:
+        text = "" if error is None else f'<span style="color:#b00020">⚠ {escape(error)}</span>'
+        if self.message.value != text:
+            self.message.value = text
+        display = "none" if error is None else "flex"
+        if self.widget.layout.display != display:
+            self.widget.layout.display = display

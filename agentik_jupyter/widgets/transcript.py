@@ -1,0 +1,178 @@
+"""A turn as static output: what a saved notebook shows without a kernel.
+
+`transcript_bundle` builds a MIME bundle with `text/plain` (deterministic: no
+timings, so nbval can compare it), `text/html` (Markdown rendered safely, tool
+cards as <details>) and `application/vnd.agentik.transcript+json` for the
+JupyterLab renderer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
+from .cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
+from .markdown import escape, render_markdown
+from .sanitize import sanitize_html
+from .status import ENDINGS, usage_text
+
+TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
+TRANSCRIPT_VERSION = 1
+RESULT_LIMIT = 4_000
+PLAIN_RESULT_LIMIT = 300
+
+
+def _display_payload(display: dict[str, Any] | None) -> dict[str, str] | None:
+    if not display:
+        return None
+    kept: dict[str, str] = {}
+    for mime in IMAGE_TYPES:
+        data = display.get(mime)
+        if isinstance(data, str) and len(data) <= IMAGE_LIMIT:
+            kept[mime] = data
+    markup = display.get("text/html")
+    if isinstance(markup, str):
+        kept["text/html"] = sanitize_html(markup)
+    return kept or None
+
+
+def transcript_entries(
+    messages: Sequence[ChatMessage], question: str | None = None
+) -> list[dict[str, Any]]:
+    """Messages -> JSON entries (tool calls paired with their results, in call order)."""
+    entries: list[dict[str, Any]] = []
+    if question is not None:
+        entries.append({"role": "user", "content": question})
+    tools: dict[str, dict[str, Any]] = {}
+    for m in messages:
+        if m.role == "user":
+            if question is None:
+                entries.append({"role": "user", "content": m.content})
+        elif m.role == "assistant":
+            if m.error is not None:
+                entries.append({"role": "error", "message": m.error, "code": None})
+            elif m.content:
+                entries.append({"role": "assistant", "content": m.content})
+            for call in m.tool_calls or []:
+                tools[call.id] = {"role": "tool", "id": call.id, "name": call.name, "args": call.args,
+                                  "result": None, "error": None, "duration_ms": None, "truncated": 0,
+                                  "display": None}
+                entries.append(tools[call.id])
+        elif m.role == "tool" and m.tool_result is not None:
+            r = m.tool_result
+            entry = tools.get(r.tool_call_id)
+            if entry is None:
+                entry = {"role": "tool", "id": r.tool_call_id, "name": r.name, "args": {}}
+                entries.append(entry)
+            text, cut = truncate(result_text(r), RESULT_LIMIT) if r.error is None else (None, 0)
+            entry.update(result=text, error=r.error, duration_ms=r.duration_ms, truncated=cut,
+                         display=_display_payload(r.display))
+    return entries
+
+
+def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
+    call = ToolCall(id=entry["id"], name=entry["name"], args=entry.get("args") or {})
+    if entry.get("result") is None and entry.get("error") is None:
+        return call, None
+    result = ToolResult(tool_call_id=call.id, name=call.name, result=entry.get("result"),
+                        error=entry.get("error"), display=entry.get("display"),
+                        duration_ms=entry.get("duration_ms"))
+    return call, result
+
+
+def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None) -> str:
+    lines: list[str] = []
+    for e in entries:
+        if e["role"] == "user":
+            lines.append(f"You: {e['content']}")
+        elif e["role"] == "assistant":
+            lines.append(f"Agent: {e['content']}")
+        elif e["role"] == "error":
+            lines.append(f"Error: {e['message']}")
+        else:
+            call, result = _entry_call(e)
+            outcome = "(no result)" if result is None else (
+                f"error: {result.error}" if result.error is not None else str(result.result or ""))
+            short, cut = truncate(outcome, PLAIN_RESULT_LIMIT)
+            lines.append(f"[tool] {call.name} -> {short}{'…' if cut else ''}")
+    footer = " · ".join(p for p in (ENDINGS.get(status or "", ""), usage_text(usage)) if p)
+    if footer:
+        lines.append(f"[{footer}]")
+    return "\n".join(lines)
+
+
+def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
+    out = ['<div class="agentik-transcript" style="border-left:3px solid #4a90d9;padding-left:8px">']
+    if payload.get("title"):
+        out.append(f'<div style="font-weight:bold">{escape(payload["title"])}</div>')
+    for e in entries:
+        if e["role"] == "user":
+            out.append(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
+                       f'{escape(e["content"])}</span></div>')
+        elif e["role"] == "assistant":
+            out.append(f'<div class="agentik-assistant">{render_markdown(e["content"])}</div>')
+        elif e["role"] == "error":
+            out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
+        else:
+            out.append(card_html(*_entry_call(e)))
+    parts = [ENDINGS.get(payload.get("status") or "", "")]
+    if payload.get("elapsed_s") is not None:
+        parts.append(f"{payload['elapsed_s']:.1f} s")
+    usage = payload.get("usage")
+    parts.append(usage_text(Usage(**usage)) if usage else "")
+    footer = " · ".join(p for p in parts if p)
+    if footer:
+        out.append(f'<div class="agentik-status" style="color:#666;font-size:90%">{escape(footer)}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def transcript_bundle(
+    messages: Sequence[ChatMessage],
+    *,
+    question: str | None = None,
+    status: EndReason | None = None,
+    usage: Usage | None = None,
+    error: str | None = None,
+    title: str | None = None,
+    elapsed_s: float | None = None,
+) -> dict[str, Any]:
+    """The MIME bundle of one turn (or a whole conversation when `question` is None).
+
+    `application/vnd.agentik.transcript+json` payload, version 1::
+
+        {"version": 1,
+         "title": str | null,
+         "status": "complete" | "max_iterations" | "interrupted" | "error" | null,
+         "usage": {"input_tokens": int | null, "output_tokens": int | null} | null,
+         "elapsed_s": float | null,
+         "entries": [
+           {"role": "user", "content": str},
+           {"role": "assistant", "content": str},        # Markdown; render it escaped
+           {"role": "tool", "id": str, "name": str, "args": {...},
+            "result": str | null,                          # text the model saw, cut to 4000 chars
+            "truncated": int,                              # characters cut from result
+            "error": str | null, "duration_ms": float | null,
+            "display": {"text/html": str (sanitised), "image/png": base64, ...} | null},
+           {"role": "error", "message": str, "code": str | null}]}
+
+    Entries are in conversation order; a tool entry with neither result nor error
+    never finished. Every string is untrusted text except `display["text/html"]`,
+    which has been passed through an allow-list sanitiser.
+    """
+    entries = transcript_entries(messages, question)
+    if error is not None and not any(e["role"] == "error" and e["message"] == error for e in entries):
+        entries.append({"role": "error", "message": error, "code": None})
+    payload: dict[str, Any] = {
+        "version": TRANSCRIPT_VERSION,
+        "title": title,
+        "status": status,
+        "usage": usage.model_dump() if usage is not None else None,
+        "elapsed_s": round(elapsed_s, 3) if elapsed_s is not None else None,
+        "entries": entries,
+    }
+    return {
+        "text/plain": _plain(entries, status, usage),
+        "text/html": _html(entries, payload),
+        TRANSCRIPT_MIME: payload,
+    }

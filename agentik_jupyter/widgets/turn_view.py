@@ -1,0 +1,200 @@
+"""The view of one `%%agent` cell's turn, and the transcript it leaves behind.
+
+Live: the question, the streamed answer, tool cards, approval cards, a status
+line and Stop. When the turn ends the live parts give way to a static transcript
+(`transcript_bundle`) so the notebook still shows the conversation without a
+kernel: in `wait` mode `finish()` displays it as a real cell output (the cell is
+still running, so nbclient records it); otherwise it goes into an Output widget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+from ipywidgets import HTML, Box, Button, HBox, Layout, Output, VBox, Widget
+
+from ..store import ChatState
+from ..types import ChatMessage, End, EndReason, Event, StartResponse, Usage
+from .approval_card import ApprovalCard
+from .body import TurnBody
+from .markdown import escape
+from .protocol import ApprovalRequestLike, SessionLike
+from .status import StatusLine
+from .transcript import TRANSCRIPT_MIME, transcript_bundle
+
+__all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
+
+VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
+Displayer = Callable[[dict[str, Any]], None]
+
+
+def _display_bundle(bundle: dict[str, Any]) -> None:
+    from IPython.display import display
+
+    display(bundle, raw=True)
+
+
+def close_tree(widget: Widget) -> None:
+    """Close a widget and the boxes under it (frees the kernel-side models)."""
+    if isinstance(widget, Box):
+        for child in widget.children:
+            close_tree(child)
+    widget.close()
+
+
+class TurnView:
+    """One turn's live view. Display it before the cell returns; it follows its own turn only.
+
+    It starts following events at once if the session is idle; if another turn is
+    running it waits until a user message equal to `question` arrives (or `attach()`).
+    """
+
+    def __init__(
+        self,
+        session: SessionLike,
+        question: str,
+        *,
+        wait: bool = False,
+        display: Displayer | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session = session
+        self.question = question
+        self.wait = wait
+        self._display = display or _display_bundle
+        self.body = TurnBody(clock=clock)
+        self.status = StatusLine(session.agent_store, clock=clock)
+        self.stop_button = Button(description="Stop", icon="stop", disabled=True, tooltip="Stop this turn")
+        self.stop_button.on_click(lambda _: self.stop())
+        self.header = HTML(value=f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
+                                 f"{escape(question)}</span></div>")
+        self.footer = HBox(children=(self.status.widget, self.stop_button))
+        self.widget = VBox(children=(self.header, self.body.widget, self.footer),
+                           layout=Layout(border_left="3px solid #4a90d9", padding="0 0 0 8px"))
+        self.output: Output | None = None
+        self.armed = False
+        self.started = False
+        self.ended = False
+        self.reason: EndReason | None = None
+        self.usage: Usage | None = None
+        self.bundle: dict[str, Any] | None = None
+        self._displayed = False
+        self._baseline: set[str] = {m.id for m in session.chat_store.messages}
+        self._turn_messages: list[ChatMessage] = []
+        self._unsubscribe = [session.on_event(self._on_event), session.chat_store.subscribe(self._on_chat)]
+        if session.busy:
+            self.status.waiting()
+        else:
+            self.attach()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = VIEW_TEXT
+        return bundle
+
+    # ---- wiring ----
+
+    def attach(self) -> None:
+        """Follow the session's events from now on (the magic may call it right before the turn)."""
+        if not self.armed and not self.ended:
+            self.armed = True
+            self._baseline = {m.id for m in self.session.chat_store.messages}
+            self.stop_button.disabled = False
+
+    def track(self, task: asyncio.Future[Any]) -> None:
+        """Conclude the view if the turn's task ends without an End event (crash, cancel)."""
+        task.add_done_callback(self._task_done)
+
+    def stop(self) -> bool:
+        return self.session.stop() if self.armed and not self.ended else False
+
+    def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
+        """Show an approval card in this turn (the session's approval_presenter)."""
+        card = ApprovalCard(request)
+        self.body.add(card.widget)
+        return card
+
+    def _on_chat(self, state: ChatState) -> None:
+        for m in state.messages:
+            if m.id in self._baseline:
+                continue
+            self._baseline.add(m.id)
+            if m.role == "user" and not self.started:
+                if m.content == self.question:
+                    self.attach()
+                elif self.armed:
+                    self.armed = False
+                    self.stop_button.disabled = True
+                    self.status.waiting()
+                continue
+            if self.armed and not self.ended:
+                self._turn_messages.append(m)
+
+    def _on_event(self, event: Event) -> None:
+        if not self.armed or self.ended:
+            return
+        if isinstance(event, StartResponse) and not self.started:
+            self.started = True
+            self.status.begin()
+        self.body.handle(event)
+        if isinstance(event, End):
+            self._conclude(event.reason, event.usage)
+
+    def _task_done(self, task: asyncio.Future[Any]) -> None:
+        if self.ended:
+            return
+        if task.cancelled():
+            self._conclude("interrupted", None)
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.body.handle_error(f"{type(exc).__name__}: {exc}")
+            self._conclude("error", None)
+        else:
+            self._conclude(self.reason or "complete", None)
+
+    # ---- the end ----
+
+    def _conclude(self, reason: EndReason, usage: Usage | None) -> None:
+        self.ended = True
+        self.reason, self.usage = reason, usage
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self.body.finish()
+        self.status.end(reason, usage)
+        self.status.close()
+        self.stop_button.disabled = True
+        self.bundle = self._make_bundle()
+        if not self.wait:
+            self._show_in_output(self.bundle)
+
+    def _make_bundle(self) -> dict[str, Any]:
+        elapsed = self.status.elapsed_s if self.started else None
+        return transcript_bundle(
+            self._turn_messages, question=self.question, status=self.reason, usage=self.usage,
+            error=self.body.errors[-1] if self.body.errors else None,
+            title=self.session.title, elapsed_s=elapsed,
+        )
+
+    def _show_in_output(self, bundle: dict[str, Any]) -> None:
+        live = list(self.widget.children)
+        self.output = Output()
+        self.output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+        self.widget.children = (self.output,)
+        for w in live:
+            close_tree(w)
+
+    def finish(self) -> dict[str, Any]:
+        """Display the transcript as a cell output (call it while the cell still runs) and
+        hide the live view. Idempotent; concludes the view first if the turn never ended."""
+        if not self.ended:
+            self.wait = True
+            self._conclude(self.reason or "interrupted", None)
+        assert self.bundle is not None
+        if not self._displayed:
+            self._displayed = True
+            self._display(self.bundle)
+            self.widget.layout.display = "none"
+        return self.bundle

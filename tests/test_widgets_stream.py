@@ -1,0 +1,127 @@
+"""Streaming: bounded update rate, exact final state, and bytes linear in the answer."""
+
+from __future__ import annotations
+
+import random
+
+from agentik_jupyter.orchestrator import Orchestrator
+from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.widgets.body import TurnBody
+from agentik_jupyter.widgets.markdown import render_markdown
+from agentik_jupyter.widgets.stream import RATE_HZ, StreamBuffer
+
+from .widgets_support import CommLog, FakeClock, comm_log  # noqa: F401
+
+
+def answer(size: int, seed: int = 7) -> str:
+    """Markdown like a model writes it: paragraphs, lists and fenced code with blank lines."""
+    rng = random.Random(seed)
+    words = "the data frame has **many** rows and `columns` with NaN values <b>not html</b>".split()
+    blocks: list[str] = []
+    while sum(len(b) + 2 for b in blocks) < size:
+        kind = rng.random()
+        if kind < 0.15:
+            body = "\n".join(f"x_{i} = df['c{i}'].mean()" + ("\n" if i % 7 == 3 else "") for i in range(rng.randint(3, 30)))
+            blocks.append(f"```python\n{body}\n```")
+        elif kind < 0.3:
+            blocks.append("\n".join(f"- item {i} " + " ".join(rng.choices(words, k=6)) for i in range(5)))
+        else:
+            blocks.append(" ".join(rng.choices(words, k=rng.randint(5, 150))))
+    return "\n\n".join(blocks)[:size]
+
+
+def stream(text: str, seconds_per_char: float, log: CommLog) -> tuple[StreamBuffer, int]:
+    clock = FakeClock()
+    buffer = StreamBuffer(clock=clock)
+    log.reset()
+    for ch in text:
+        clock.advance(seconds_per_char)
+        buffer.append(ch)
+    buffer.finish()
+    return buffer, log.total_bytes
+
+
+def final_html(buffer: StreamBuffer) -> str:
+    (widget,) = buffer.widget.children
+    return str(widget.value)
+
+
+def test_final_state_is_the_full_text_rendered(comm_log: CommLog) -> None:
+    text = answer(5_000)
+    buffer, _ = stream(text, 0.003, comm_log)
+    assert buffer.text == text
+    assert final_html(buffer) == render_markdown(text)
+
+
+def test_updates_are_bounded_by_the_rate(comm_log: CommLog) -> None:
+    text = answer(6_000)
+    clock = FakeClock()
+    buffer = StreamBuffer(clock=clock)
+    tail_id = buffer._tail.comm.comm_id
+    comm_log.reset()
+    for ch in text:
+        clock.advance(0.001)
+        buffer.append(ch)
+    seconds = clock.now
+    tail_updates = comm_log.updates_to(tail_id)
+    assert 0 < tail_updates <= seconds * RATE_HZ + 2
+    assert buffer.updates <= seconds * RATE_HZ + len(text) / 300 + 5
+    buffer.finish()
+    assert buffer.text == text
+
+
+def test_code_fences_survive_forced_cuts(comm_log: CommLog) -> None:
+    code = "\n".join(f"value_{i} = {i} * 2" for i in range(200))
+    text = f"Intro.\n\n```python\n{code}\n```\n\nAfter."
+    clock = FakeClock()
+    buffer = StreamBuffer(clock=clock)
+    for ch in text:
+        clock.advance(0.01)
+        buffer.append(ch)
+    parts = [w.value for g in buffer._groups for w in g.children]
+    assert len(parts) > 3
+    assert all(p.count("<pre>") == p.count("</pre>") for p in parts)
+    assert sum("value_" in p and "<code" in p for p in parts) >= 3
+    buffer.finish()
+    assert final_html(buffer) == render_markdown(text)
+
+
+def test_bytes_stay_linear_for_1_char_deltas(comm_log: CommLog) -> None:
+    text = answer(20_000)
+    ratios = {}
+    for pace in (0.0005, 0.01, 0.04):
+        _, sent = stream(text, pace, comm_log)
+        ratios[pace] = sent / len(text)
+    assert all(r < 20 for r in ratios.values()), ratios
+    _, small = stream(answer(5_000, seed=3), 0.01, comm_log)
+    _, big = stream(answer(20_000, seed=3), 0.01, comm_log)
+    small_ratio, big_ratio = small / 5_000, big / 20_000
+    assert big_ratio < small_ratio * 1.3 + 1, (small_ratio, big_ratio)
+
+
+async def test_real_turn_streamed_in_1_char_deltas_is_cheap(comm_log: CommLog) -> None:
+    text = answer(20_000, seed=11)
+    chat, agent = ChatStore(), AgentStore()
+    orch = Orchestrator(ScriptedTransport([Step.say(text, chunk_size=1)]), ToolRegistry(), chat, agent)
+    body = TurnBody()
+    orch.on_event(body.handle)
+    comm_log.reset()
+    outcome = await orch.run([ChatMessage(role="user", content="go")])
+    body.finish()
+    assert outcome.reason == "complete" and body.text == text
+    assert comm_log.total_bytes < 20 * len(text), comm_log.total_bytes / len(text)
+    assert render_markdown(text) in [w.value for w in body.streams[0].widget.children]
+
+
+async def test_a_pause_flushes_the_tail_on_the_loop(comm_log: CommLog) -> None:
+    import asyncio
+
+    buffer = StreamBuffer()
+    buffer.append("Hello")
+    buffer.append(" world")
+    await asyncio.sleep(0.1)
+    assert "Hello world" in buffer._tail.value
+    buffer.finish()
