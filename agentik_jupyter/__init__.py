@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["tool", "load_ipython_extension", "unload_ipython_extension", "__version__"]
+__all__ = ["tool", "current_session", "load_ipython_extension", "unload_ipython_extension", "__version__"]
 
 if TYPE_CHECKING:
     from .registry import tool
@@ -21,6 +21,16 @@ def __getattr__(name: str) -> Any:
 
         return tool
     raise AttributeError(name)
+
+
+def current_session() -> Any:
+    """The Session the next `%%agent` turn goes to in this kernel (None before the first turn)."""
+    from IPython import get_ipython
+
+    from .kernel.agent import get_agent
+
+    shell = get_ipython()
+    return get_agent(shell).session if shell is not None else None
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

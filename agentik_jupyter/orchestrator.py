@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 from .providers.base import (
     ProviderChatResponse,
     ProviderDelta,
+    ProviderToolCall,
     ReasoningDelta,
     StreamDone,
     TextDelta,
@@ -95,6 +96,18 @@ def result_text(value: Any, limit: int = MAX_RESULT_CHARS) -> str:
     return text
 
 
+def _unique_ids(calls: list[ProviderToolCall], iteration: int) -> list[ProviderToolCall]:
+    """Some providers send empty or repeated call ids; results must pair with exactly one call."""
+    seen: set[str] = set()
+    out: list[ProviderToolCall] = []
+    for n, call in enumerate(calls):
+        if not call.id or call.id in seen:
+            call = call.model_copy(update={"id": f"call_{iteration}_{n}"})
+        seen.add(call.id)
+        out.append(call)
+    return out
+
+
 def _add_usage(total: Usage, part: Usage | None) -> Usage:
     if part is None:
         return total
@@ -153,19 +166,19 @@ class Orchestrator:
             for iteration in range(self.max_iterations):
                 partial.clear()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
+                calls = _unique_ids(response.tool_calls, iteration)
                 assistant = ChatMessage(
                     role="assistant",
                     content=response.content or "",
                     reasoning=response.reasoning,
-                    tool_calls=[ToolCall(id=c.id, name=c.name, args=c.args) for c in response.tool_calls]
-                    or None,
+                    tool_calls=[ToolCall(id=c.id, name=c.name, args=c.args) for c in calls] or None,
                     provider_blocks=response.content_blocks,
                 )
                 self._keep(outcome, assistant)
                 partial.clear()
                 if not assistant.tool_calls:
                     return self._finish(outcome, "complete")
-                parse_errors = {c.id: c.parse_error for c in response.tool_calls}
+                parse_errors = {c.id: c.parse_error for c in calls}
                 pending.update({c.id: c for c in assistant.tool_calls})
                 for call in assistant.tool_calls:
                     self.emit(ToolCallEvent(call=call))

@@ -238,3 +238,14 @@ async def test_long_results_are_truncated_with_a_note() -> None:
     await orch.run(user())
     text = chat.messages[1].tool_result.result
     assert len(text) < 21_000 and "truncated: 30000 more characters" in text
+
+
+async def test_empty_and_repeated_call_ids_are_made_unique() -> None:
+    from agentik_jupyter.providers.base import ProviderToolCall
+
+    step = Step(tool_calls=[ProviderToolCall(id="", name="echo_context"), ProviderToolCall(id="", name="echo_context")])
+    orch, transport, chat, _, _ = make([step, Step.say("ok")], echo_registry())
+    await orch.run(user())
+    ids = [c.id for c in chat.messages[0].tool_calls]
+    assert len(set(ids)) == 2 and all(ids)
+    assert [m.tool_result.tool_call_id for m in chat.messages if m.role == "tool"] == ids

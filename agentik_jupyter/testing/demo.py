@@ -74,6 +74,16 @@ def _pick(variables: list[tuple[str, str]], text: str, kinds: tuple[str, ...]) -
     return None
 
 
+def _value(text: str) -> object:
+    """`key=3` gives an int, `key=2.5` a float, anything else the string."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip("'\"")
+
+
 def demo_responder(request: RecordedRequest) -> Reply:
     """Decide the next answer from the question, the variables and any tool results."""
     results = _tool_results(request)
@@ -88,6 +98,11 @@ def demo_responder(request: RecordedRequest) -> Reply:
     low = question.lower()
     variables = [(m.group(1), m.group(2)) for m in _VARIABLE.finditer(_system_text(request))]
     frames = ("DataFrame",)
+    offered = {t.get("name") or t.get("function", {}).get("name") for t in (request.body.get("tools") or [])}
+    wanted = re.search(r"\buse (\w+)", question)
+    if wanted and wanted.group(1) in offered:
+        args = {k: _value(v) for k, v in re.findall(r"(\w+)=(\S+)", question)}
+        return Reply.tool_calls([{"name": wanted.group(1), "args": args}])
     if any(w in low for w in ("long", "essay", "story")):
         return Reply.text(LONG_ANSWER)
     if any(w in low for w in ("plot", "chart", "histogram")):

@@ -1,0 +1,76 @@
+"""Pieces of wire conversion that both adapters share: JSON schemas, tool results, arguments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..types import ToolParameter, ToolResult, ToolSchema
+
+
+def parameter_schema(param: ToolParameter) -> dict[str, Any]:
+    """The JSON schema of one parameter; an explicit `json_schema` wins over the short form."""
+    if param.json_schema is not None:
+        schema = dict(param.json_schema)
+        if param.description and "description" not in schema:
+            schema["description"] = param.description
+        return schema
+    schema: dict[str, Any] = {"type": param.type}
+    if param.description:
+        schema["description"] = param.description
+    if param.enum is not None:
+        schema["enum"] = list(param.enum)
+    if param.type == "array":
+        schema["items"] = {}
+    return schema
+
+
+def input_schema(tool: ToolSchema) -> dict[str, Any]:
+    """The `{"type": "object", ...}` schema of a tool's arguments."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {p.key: parameter_schema(p) for p in tool.parameters},
+    }
+    required = [p.key for p in tool.parameters if p.required]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def tool_result_text(result: ToolResult) -> str:
+    """The string the model reads for a tool result; errors are prefixed so the model notices."""
+    if result.error is not None:
+        return f"Error: {result.error}"
+    value = result.result
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call arguments: `""`, `"null"` and missing mean `{}`.
+
+    Returns (args, parse_error). Invalid JSON gives `{}` and a message that
+    validation reports back to the model instead of crashing the turn.
+    """
+    if raw is None or raw.strip() in ("", "null"):
+        return {}, None
+    try:
+        value: Any = json.loads(raw)
+    except ValueError as exc:
+        return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    if value is None:
+        return {}, None
+    if not isinstance(value, dict):
+        return {}, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None

@@ -1,0 +1,196 @@
+"""The Anthropic Messages wire format (`POST /v1/messages`), streamed or not.
+
+History conversion and request building live here; event assembly lives in
+`_anthropic_assembly`, the HTTP policy in `_http`.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import aclosing
+from typing import Any, AsyncIterator
+
+import httpx2
+from pydantic import SecretStr
+
+from ..types import ChatMessage, ToolSchema
+from . import _constants as C
+from ._anthropic_assembly import MessageAccumulator, message_as_events
+from ._convert import input_schema, tool_result_text
+from ._http import (
+    ClientHolder,
+    RetryPolicy,
+    Timeouts,
+    is_event_stream,
+    iter_events,
+    malformed,
+    open_response,
+    read_json,
+)
+from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from .errors import MalformedResponseError, StreamError
+from .openai_compatible import endpoint_url
+
+
+def tool_to_wire(tool: ToolSchema) -> dict[str, Any]:
+    wire: dict[str, Any] = {"name": tool.name, "input_schema": input_schema(tool)}
+    if tool.description:
+        wire["description"] = tool.description
+    return wire
+
+
+def _assistant_blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    """Provider blocks (thinking with signature, server tools) are sent back verbatim when kept."""
+    calls = message.tool_calls or []
+    if message.provider_blocks:
+        ids = {b.get("id") for b in message.provider_blocks if b.get("type") == "tool_use"}
+        if all(call.id in ids for call in calls):
+            return [{k: v for k, v in b.items() if v is not None} for b in message.provider_blocks]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in calls]
+    return blocks
+
+
+def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Internal history to Messages turns: tool results become user `tool_result` blocks and
+    consecutive turns of one role are merged, since the API wants them to alternate."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "user":
+            role, blocks = "user", ([{"type": "text", "text": message.content}] if message.content else [])
+        elif message.role == "assistant":
+            role, blocks = "assistant", _assistant_blocks(message)
+        elif message.tool_result is not None:
+            result = message.tool_result
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": result.tool_call_id,
+                "content": tool_result_text(result),
+            }
+            if result.error is not None:
+                block["is_error"] = True
+            role, blocks = "user", [block]
+        else:
+            continue
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    return wire
+
+
+class AnthropicAdapter:
+    """`POST {base_url}/v1/messages` with `x-api-key` and `anthropic-version`."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | SecretStr,
+        base_url: str = C.DEFAULT_ANTHROPIC_BASE_URL,
+        max_tokens: int = C.ANTHROPIC_DEFAULT_MAX_TOKENS,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+        client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self._api_key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+        self.base_url = base_url
+        self.url = endpoint_url(base_url.rstrip("/").removesuffix("/v1"), "/v1/messages")
+        self.max_tokens = max_tokens
+        self.retry = retry or RetryPolicy()
+        self._clients = ClientHolder(client, timeouts)
+
+    def __repr__(self) -> str:
+        return f"AnthropicAdapter(base_url={self.base_url!r})"
+
+    def headers(self, *, stream: bool) -> dict[str, str]:
+        return {
+            "x-api-key": self._api_key.get_secret_value(),
+            "anthropic-version": C.ANTHROPIC_VERSION,
+            "Accept": "text/event-stream" if stream else "application/json",
+        }
+
+    def build_body(self, params: ChatParams, *, stream: bool) -> dict[str, Any]:
+        """The JSON body: system prompt top-level, `max_tokens` always (the API requires it)."""
+        body: dict[str, Any] = {
+            "model": params.model,
+            "max_tokens": params.max_tokens or self.max_tokens,
+            "messages": messages_to_wire(params.messages),
+            "stream": stream,
+        }
+        if params.system_prompt:
+            body["system"] = params.system_prompt
+        if params.tool_schemas:
+            body["tools"] = [tool_to_wire(t) for t in params.tool_schemas]
+        return body
+
+    def stream(self, params: ChatParams) -> AsyncIterator[ProviderDelta]:
+        return self._run(params, stream=True)
+
+    async def chat(self, params: ChatParams) -> ProviderChatResponse:
+        return await collect(self._run(params, stream=False))
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    async def _run(self, params: ChatParams, *, stream: bool) -> AsyncIterator[ProviderDelta]:
+        body = self.build_body(params, stream=stream)
+        client = self._clients.get()
+        async with open_response(
+            client, self.url, headers=self.headers(stream=stream), body=body, retry=self.retry
+        ) as response:
+            acc = MessageAccumulator()
+            if is_event_stream(response):
+                async for delta in self._assemble_stream(response, acc):
+                    yield delta
+            else:
+                payload = await read_json(response, self.url)
+                if not isinstance(payload, dict):
+                    raise MalformedResponseError(
+                        f"The provider's answer is not a JSON object: {json.dumps(payload)[:200]}", status=200
+                    )
+                for event in message_as_events(payload):
+                    for delta in acc.feed(event, in_stream=False):
+                        yield delta
+            for delta in acc.final_deltas():
+                yield delta
+            yield StreamDone(response=acc.snapshot())
+
+    async def _assemble_stream(self, response: httpx2.Response, acc: MessageAccumulator) -> AsyncIterator[ProviderDelta]:
+        seen = False
+        async with aclosing(iter_events(response, self.url)) as events:
+            async for event in events:
+                data = event.data.strip()
+                if not data:
+                    continue
+                seen = True
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    err = malformed("a stream event", event.data, in_stream=True)
+                    err.partial = acc.snapshot()
+                    raise err from None
+                if event.event == "error" and isinstance(payload, dict) and payload.get("type") != "error":
+                    payload = {"type": "error", "error": payload.get("error", payload)}
+                for delta in acc.feed(payload):
+                    yield delta
+                if acc.stopped:
+                    break
+        if not seen:
+            raise MalformedResponseError(
+                "The provider's event stream ended without any data. Is LLM_BASE_URL an Anthropic Messages API?",
+                status=200,
+                in_stream=True,
+            )
+        if not acc.stopped:
+            err = StreamError(
+                "The provider's stream ended before the answer was complete (no message_stop). "
+                "The answer is incomplete; send the message again.",
+                status=200,
+                in_stream=True,
+            )
+            err.partial = acc.snapshot()
+            raise err

@@ -1,0 +1,124 @@
+"""Provider configuration from the environment, and the adapter it selects.
+
+The key is held as a `SecretStr` so that no repr, log line or traceback shows it,
+and the error messages here tell the user how to set a variable without ever
+suggesting they paste a key into a notebook cell that gets saved.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal, Mapping
+
+import httpx2
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from . import _constants as C
+from ._http import RetryPolicy, Timeouts
+from .anthropic import AnthropicAdapter
+from .base import ProviderAdapter
+from .errors import ConfigurationError
+from .openai_compatible import OpenAICompatibleAdapter
+
+ProviderName = Literal["openai-compatible", "anthropic"]
+
+PROVIDER_ALIASES: dict[str, ProviderName] = {
+    "openai-compatible": "openai-compatible",
+    "openai_compatible": "openai-compatible",
+    "openai": "openai-compatible",
+    "anthropic": "anthropic",
+}
+
+DEFAULT_BASE_URLS: dict[ProviderName, str] = {
+    "openai-compatible": C.DEFAULT_OPENAI_BASE_URL,
+    "anthropic": C.DEFAULT_ANTHROPIC_BASE_URL,
+}
+
+_FALSE = {"0", "false", "no", "off"}
+
+
+class ProviderConfig(BaseModel):
+    """Which provider, model, key and endpoint to use; `repr()` never shows the key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: ProviderName
+    model: str
+    api_key: SecretStr
+    base_url: str
+    include_usage: bool = True
+
+
+def _missing(name: str, example: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{name} is not set. Set it before starting Jupyter (export {name}={example}) "
+        f"or in the notebook with %env {name}={example}."
+    )
+
+
+def load_config(environ: Mapping[str, str] | None = None, model_override: str | None = None) -> ProviderConfig:
+    """Read LLM_PROVIDER, LLM_MODEL, LLM_API_KEY, LLM_BASE_URL and LLM_STREAM_USAGE.
+
+    Raises ConfigurationError naming the variable that is missing or wrong.
+    """
+    env = os.environ if environ is None else environ
+    raw_provider = (env.get("LLM_PROVIDER") or "").strip()
+    if not raw_provider:
+        raise _missing("LLM_PROVIDER", "openai-compatible")
+    provider = PROVIDER_ALIASES.get(raw_provider.lower())
+    if provider is None:
+        raise ConfigurationError(
+            f"LLM_PROVIDER={raw_provider!r} is not supported. Use 'openai-compatible' "
+            "(OpenAI, Azure, Ollama, vLLM, LM Studio, OpenRouter, Groq...) or 'anthropic', "
+            "e.g. %env LLM_PROVIDER=openai-compatible."
+        )
+    model = (model_override or env.get("LLM_MODEL") or "").strip()
+    if not model:
+        example = "claude-sonnet-4-5" if provider == "anthropic" else "gpt-4o-mini"
+        raise _missing("LLM_MODEL", example)
+    api_key = (env.get("LLM_API_KEY") or "").strip()
+    if not api_key:
+        raise ConfigurationError(
+            "LLM_API_KEY is not set. Export it before starting Jupyter, or set it without saving it "
+            "in the notebook: import os, getpass; os.environ['LLM_API_KEY'] = getpass.getpass(). "
+            "A local server such as Ollama accepts any value."
+        )
+    base_url = (env.get("LLM_BASE_URL") or "").strip() or DEFAULT_BASE_URLS[provider]
+    try:
+        url = httpx2.URL(base_url)
+    except Exception:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host:
+        raise ConfigurationError(
+            f"LLM_BASE_URL={base_url!r} is not an http(s) URL. Example: %env LLM_BASE_URL=http://localhost:11434/v1"
+        )
+    include_usage = (env.get("LLM_STREAM_USAGE") or "1").strip().lower() not in _FALSE
+    return ProviderConfig(
+        provider=provider,
+        model=model,
+        api_key=SecretStr(api_key),
+        base_url=base_url.rstrip("/"),
+        include_usage=include_usage,
+    )
+
+
+def make_adapter(
+    config: ProviderConfig,
+    *,
+    timeouts: Timeouts | None = None,
+    retry: RetryPolicy | None = None,
+    client: httpx2.AsyncClient | None = None,
+) -> ProviderAdapter:
+    """The adapter for `config.provider`, pointed at `config.base_url`."""
+    if config.provider == "anthropic":
+        return AnthropicAdapter(
+            api_key=config.api_key, base_url=config.base_url, timeouts=timeouts, retry=retry, client=client
+        )
+    return OpenAICompatibleAdapter(
+        api_key=config.api_key,
+        base_url=config.base_url,
+        include_usage=config.include_usage,
+        timeouts=timeouts,
+        retry=retry,
+        client=client,
+    )

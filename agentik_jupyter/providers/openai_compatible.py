@@ -1,0 +1,189 @@
+"""The OpenAI Chat Completions wire format: OpenAI, Azure, Ollama, vLLM, LM Studio, llama.cpp, OpenRouter, Groq...
+
+Request building and history conversion live here; chunk assembly lives in
+`_openai_assembly`, the HTTP policy in `_http`.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import aclosing
+from typing import Any, AsyncIterator
+
+import httpx2
+from pydantic import SecretStr
+
+from ..types import ChatMessage, ToolSchema
+from . import _constants as C
+from ._convert import input_schema, tool_result_text
+from ._http import (
+    ClientHolder,
+    RetryPolicy,
+    Timeouts,
+    is_event_stream,
+    iter_events,
+    malformed,
+    open_response,
+    read_json,
+)
+from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
+from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from .errors import MalformedResponseError
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """Append `path` to the base URL's path, keeping a query string (Azure `?api-version=`)."""
+    url = httpx2.URL(base_url)
+    base_path = url.path.rstrip("/")
+    if base_path.endswith(path):
+        base_path = base_path[: -len(path)]
+    return str(url.copy_with(path=base_path + path))
+
+
+def tool_to_wire(tool: ToolSchema) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name, "parameters": input_schema(tool)}
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> list[dict[str, Any]]:
+    """Internal history to Chat Completions messages (system first, tool results as role `tool`)."""
+    wire: list[dict[str, Any]] = []
+    if system_prompt:
+        wire.append({"role": "system", "content": system_prompt})
+    for message in messages:
+        if message.role == "user":
+            wire.append({"role": "user", "content": message.content})
+        elif message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                item["content"] = message.content or None
+                item["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)},
+                    }
+                    for call in message.tool_calls
+                ]
+            wire.append(item)
+        elif message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            wire.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": tool_result_text(result)})
+    return wire
+
+
+class OpenAICompatibleAdapter:
+    """`POST {base_url}/chat/completions`, streamed as SSE or answered as one JSON body."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | SecretStr,
+        base_url: str = C.DEFAULT_OPENAI_BASE_URL,
+        include_usage: bool = True,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+        client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self._api_key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+        self.base_url = base_url
+        self.url = endpoint_url(base_url, "/chat/completions")
+        self.include_usage = include_usage
+        self.retry = retry or RetryPolicy()
+        self._clients = ClientHolder(client, timeouts)
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleAdapter(base_url={self.base_url!r})"
+
+    def headers(self, *, stream: bool) -> dict[str, str]:
+        key = self._api_key.get_secret_value()
+        headers = {
+            "Authorization": f"Bearer {key}",
+            "Accept": "text/event-stream" if stream else "application/json",
+        }
+        if httpx2.URL(self.base_url).host.endswith(".azure.com"):
+            headers["api-key"] = key
+        return headers
+
+    def build_body(self, params: ChatParams, *, stream: bool) -> dict[str, Any]:
+        """The JSON body; `tools` is omitted (never null) when there are none."""
+        body: dict[str, Any] = {
+            "model": params.model,
+            "messages": messages_to_wire(params.messages, params.system_prompt),
+            "stream": stream,
+        }
+        if stream and self.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        if params.tool_schemas:
+            body["tools"] = [tool_to_wire(t) for t in params.tool_schemas]
+        if params.max_tokens is not None:
+            body["max_tokens"] = params.max_tokens
+        return body
+
+    def stream(self, params: ChatParams) -> AsyncIterator[ProviderDelta]:
+        return self._run(params, stream=True)
+
+    async def chat(self, params: ChatParams) -> ProviderChatResponse:
+        return await collect(self._run(params, stream=False))
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    async def _run(self, params: ChatParams, *, stream: bool) -> AsyncIterator[ProviderDelta]:
+        body = self.build_body(params, stream=stream)
+        client = self._clients.get()
+        async with open_response(
+            client, self.url, headers=self.headers(stream=stream), body=body, retry=self.retry
+        ) as response:
+            if is_event_stream(response):
+                async for delta in self._assemble_stream(response):
+                    yield delta
+            else:
+                async for delta in self._assemble_body(response):
+                    yield delta
+
+    async def _assemble_stream(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
+        acc = ChatCompletionAccumulator()
+        seen = False
+        async with aclosing(iter_events(response, self.url)) as events:
+            async for event in events:
+                data = event.data.strip()
+                if data == "[DONE]":
+                    break
+                if not data:
+                    continue
+                seen = True
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    err = malformed("a stream event", event.data, in_stream=True)
+                    err.partial = acc.snapshot()
+                    raise err from None
+                if event.event == "error" and not (isinstance(chunk, dict) and chunk.get("error")):
+                    chunk = {"error": chunk}
+                for delta in acc.feed(chunk):
+                    yield delta
+        if not seen:
+            raise MalformedResponseError(
+                "The provider's event stream ended without any data. Is LLM_BASE_URL an OpenAI-compatible API?",
+                status=200,
+                in_stream=True,
+            )
+        for delta in acc.finish():
+            yield delta
+        yield StreamDone(response=acc.snapshot())
+
+    async def _assemble_body(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
+        body = await read_json(response, self.url)
+        if not isinstance(body, dict):
+            raise MalformedResponseError(
+                f"The provider's answer is not a JSON object: {json.dumps(body)[:200]}", status=200
+            )
+        acc = ChatCompletionAccumulator()
+        for delta in acc.feed(completion_as_chunk(body), in_stream=False):
+            yield delta
+        for delta in acc.finish():
+            yield delta
+        yield StreamDone(response=acc.snapshot())

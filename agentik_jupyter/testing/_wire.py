@@ -1,0 +1,191 @@
+"""Render a `Reply` in the OpenAI chat-completions or Anthropic Messages wire format.
+
+Streams are lists of SSE frames (bytes), so the server can pace them, cut them
+(faults) or splice in a bad frame.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from .replies import Reply
+
+IdFactory = Callable[[str], str]
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def _fragments(text: str, parts: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def output_tokens(reply: Reply) -> int:
+    return len(reply.pieces()) + len(reply.pieces(reply.reasoning or "")) + len(reply.calls)
+
+
+def input_tokens(body: Any) -> int:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return max(1, len(json.dumps(messages or []).split()))
+
+
+# ---- OpenAI chat completions ----
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _openai_usage(reply: Reply, prompt: int) -> dict[str, int]:
+    completion = output_tokens(reply)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def openai_stream(reply: Reply, *, model: str, prompt: int, include_usage: bool, new_id: IdFactory) -> list[bytes]:
+    frames = [sse(_chunk(model, {"role": "assistant", "content": ""}))]
+    frames += [sse(_chunk(model, {"reasoning_content": p})) for p in reply.pieces(reply.reasoning or "")]
+    frames += [sse(_chunk(model, {"content": p})) for p in reply.pieces()]
+    for index, call in enumerate(reply.calls):
+        head = {"index": index, "id": call.id or new_id("call_"), "type": "function"}
+        frames.append(
+            sse(_chunk(model, {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}))
+        )
+        for fragment in _fragments(json.dumps(call.args)):
+            frames.append(sse(_chunk(model, {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})))
+    frames.append(sse(_chunk(model, {}, "tool_calls" if reply.calls else "stop")))
+    if include_usage:
+        usage_chunk = {**_chunk(model, {}), "choices": [], "usage": _openai_usage(reply, prompt)}
+        frames.append(sse(usage_chunk))
+    frames.append(sse("[DONE]"))
+    return frames
+
+
+def openai_json(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id or new_id("call_"),
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.args)},
+            }
+            for call in reply.calls
+        ]
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}],
+        "usage": _openai_usage(reply, prompt),
+    }
+
+
+def openai_error(status: int, message: str) -> dict[str, Any]:
+    kinds = {401: "invalid_api_key", 403: "permission_denied", 404: "model_not_found", 429: "rate_limit_exceeded"}
+    return {"error": {"message": message, "type": "invalid_request_error", "code": kinds.get(status), "param": None}}
+
+
+def openai_stream_error(message: str) -> bytes:
+    return sse({"error": {"message": message, "type": "server_error", "code": "internal_error"}})
+
+
+# ---- Anthropic messages ----
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return sse(data, event=data["type"])
+
+
+def anthropic_stream(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> list[bytes]:
+    start = {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": 1},
+    }
+    frames = [_event({"type": "message_start", "message": start}), _event({"type": "ping"})]
+    index = 0
+
+    def block(opening: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
+        nonlocal index
+        frames.append(_event({"type": "content_block_start", "index": index, "content_block": opening}))
+        frames.extend(_event({"type": "content_block_delta", "index": index, "delta": d}) for d in deltas)
+        frames.append(_event({"type": "content_block_stop", "index": index}))
+        index += 1
+
+    if reply.reasoning:
+        thinking = [{"type": "thinking_delta", "thinking": p} for p in reply.pieces(reply.reasoning)]
+        block({"type": "thinking", "thinking": "", "signature": ""}, [*thinking, {"type": "signature_delta", "signature": "fake-signature"}])
+    if reply.content:
+        block({"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in reply.pieces()])
+    for call in reply.calls:
+        opening = {"type": "tool_use", "id": call.id or new_id("toolu_"), "name": call.name, "input": {}}
+        block(opening, [{"type": "input_json_delta", "partial_json": f} for f in ["", *_fragments(json.dumps(call.args))]])
+    stop = "tool_use" if reply.calls else "end_turn"
+    frames.append(
+        _event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens(reply)},
+            }
+        )
+    )
+    frames.append(_event({"type": "message_stop"}))
+    return frames
+
+
+def anthropic_json(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.reasoning:
+        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "fake-signature"})
+    if reply.content:
+        content.append({"type": "text", "text": reply.content})
+    content += [
+        {"type": "tool_use", "id": c.id or new_id("toolu_"), "name": c.name, "input": c.args} for c in reply.calls
+    ]
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if reply.calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": output_tokens(reply)},
+    }
+
+
+def anthropic_error(status: int, message: str) -> dict[str, Any]:
+    kinds = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        500: "api_error",
+        503: "overloaded_error",
+    }
+    return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+
+
+def anthropic_stream_error(message: str) -> bytes:
+    return _event({"type": "error", "error": {"type": "overloaded_error", "message": message}})

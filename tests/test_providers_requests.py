@@ -1,0 +1,237 @@
+"""What the adapters put on the wire: bodies, headers, tool schemas, history conversion."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentik_jupyter.providers.base import ChatParams, collect
+from agentik_jupyter.providers.config import load_config, make_adapter
+from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.types import ChatMessage, ToolCall, ToolParameter, ToolResult, ToolSchema
+
+SECRET = "sk-live-SECRET-77aa-request-test"
+
+TOOL = ToolSchema(
+    name="describe",
+    description="Describe a DataFrame",
+    parameters=[
+        ToolParameter(key="name", type="string", description="variable name"),
+        ToolParameter(key="mode", type="string", required=False, enum=["short", "full"]),
+        ToolParameter(key="columns", type="array", required=False),
+        ToolParameter(
+            key="range",
+            type="object",
+            required=False,
+            description="row range",
+            json_schema={"type": "object", "properties": {"start": {"type": "integer"}}},
+        ),
+    ],
+)
+TOOL_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "variable name"},
+        "mode": {"type": "string", "enum": ["short", "full"]},
+        "columns": {"type": "array", "items": {}},
+        "range": {"type": "object", "properties": {"start": {"type": "integer"}}, "description": "row range"},
+    },
+    "required": ["name"],
+}
+
+HISTORY = [
+    ChatMessage(role="user", content="Describe df and df2"),
+    ChatMessage(
+        role="assistant",
+        content="Looking.",
+        tool_calls=[ToolCall(id="c1", name="describe", args={"name": "df"}), ToolCall(id="c2", name="describe", args={"name": "df2"})],
+    ),
+    ChatMessage(role="tool", tool_result=ToolResult(tool_call_id="c1", name="describe", result={"rows": 3})),
+    ChatMessage(role="tool", tool_result=ToolResult(tool_call_id="c2", name="describe", error="NameError: df2")),
+    ChatMessage(role="assistant", content="df has 3 rows; df2 does not exist."),
+    ChatMessage(role="user", content="Thanks"),
+]
+
+
+async def send(srv: FakeLLMServer, provider: str, params: ChatParams, *, stream: bool = True, **env: str) -> None:
+    adapter = make_adapter(load_config({**srv.env(provider, api_key=SECRET), **env}))
+    if stream:
+        await collect(adapter.stream(params))
+    else:
+        await adapter.chat(params)
+    await adapter.aclose()
+
+
+def params(messages: list[ChatMessage] | None = None, tools: list[ToolSchema] | None = None, system: str = "") -> ChatParams:
+    return ChatParams(
+        model="fake-model",
+        messages=messages or [ChatMessage(role="user", content="hi")],
+        tool_schemas=tools or [],
+        system_prompt=system,
+    )
+
+
+async def test_openai_stream_body_without_tools(fake_llm: FakeLLMServer) -> None:
+    await send(fake_llm, "openai-compatible", params())
+    request = fake_llm.requests[-1]
+    assert request.path == "/v1/chat/completions"
+    assert request.body == {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+async def test_openai_usage_option_can_be_disabled(fake_llm: FakeLLMServer) -> None:
+    await send(fake_llm, "openai-compatible", params(), LLM_STREAM_USAGE="0")
+    assert "stream_options" not in fake_llm.requests[-1].body
+    await send(fake_llm, "openai-compatible", params(), stream=False)
+    assert fake_llm.requests[-1].body["stream"] is False
+    assert "stream_options" not in fake_llm.requests[-1].body
+
+
+async def test_usage_arrives_when_requested(fake_llm: FakeLLMServer) -> None:
+    adapter = make_adapter(load_config(fake_llm.env(api_key=SECRET)))
+    response = await collect(adapter.stream(params()))
+    await adapter.aclose()
+    assert response.usage is not None and response.usage.output_tokens == 2
+
+
+async def test_openai_tools_and_history(fake_llm: FakeLLMServer) -> None:
+    await send(fake_llm, "openai-compatible", params(HISTORY, [TOOL], system="You are in a notebook."))
+    body = fake_llm.requests[-1].body
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "describe", "description": "Describe a DataFrame", "parameters": TOOL_INPUT_SCHEMA},
+        }
+    ]
+    assert "tool_choice" not in body
+    assert body["messages"] == [
+        {"role": "system", "content": "You are in a notebook."},
+        {"role": "user", "content": "Describe df and df2"},
+        {
+            "role": "assistant",
+            "content": "Looking.",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "describe", "arguments": '{"name": "df"}'}},
+                {"id": "c2", "type": "function", "function": {"name": "describe", "arguments": '{"name": "df2"}'}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": '{"rows": 3}'},
+        {"role": "tool", "tool_call_id": "c2", "content": "Error: NameError: df2"},
+        {"role": "assistant", "content": "df has 3 rows; df2 does not exist."},
+        {"role": "user", "content": "Thanks"},
+    ]
+
+
+async def test_openai_assistant_with_only_tool_calls_sends_null_content(fake_llm: FakeLLMServer) -> None:
+    history = [
+        ChatMessage(role="user", content="go"),
+        ChatMessage(role="assistant", tool_calls=[ToolCall(id="c1", name="describe", args={})]),
+        ChatMessage(role="tool", tool_result=ToolResult(tool_call_id="c1", name="describe", result="plain text")),
+    ]
+    await send(fake_llm, "openai-compatible", params(history))
+    messages = fake_llm.requests[-1].body["messages"]
+    assert messages[1]["content"] is None and messages[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert messages[2]["content"] == "plain text"
+
+
+async def test_anthropic_body_tools_and_history(fake_llm: FakeLLMServer) -> None:
+    await send(fake_llm, "anthropic", params(HISTORY, [TOOL], system="You are in a notebook."))
+    request = fake_llm.requests[-1]
+    assert request.path == "/v1/messages"
+    body = request.body
+    assert body["system"] == "You are in a notebook."
+    assert body["max_tokens"] == 4096 and body["stream"] is True and body["model"] == "fake-model"
+    assert body["tools"] == [{"name": "describe", "description": "Describe a DataFrame", "input_schema": TOOL_INPUT_SCHEMA}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Describe df and df2"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "c1", "name": "describe", "input": {"name": "df"}},
+                {"type": "tool_use", "id": "c2", "name": "describe", "input": {"name": "df2"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": '{"rows": 3}'},
+                {"type": "tool_result", "tool_use_id": "c2", "content": "Error: NameError: df2", "is_error": True},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "df has 3 rows; df2 does not exist."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+    ]
+
+
+async def test_anthropic_thinking_blocks_are_sent_back(fake_llm: FakeLLMServer) -> None:
+    """A turn with thinking + tool_use must be replayed with its signed thinking block."""
+    fake_llm.push(Reply.tool_calls([{"name": "describe", "args": {"name": "df"}}], reasoning="Need the shape."))
+    adapter = make_adapter(load_config(fake_llm.env("anthropic", api_key=SECRET)))
+    first = await collect(adapter.stream(params([ChatMessage(role="user", content="shape?")], [TOOL])))
+    call = first.tool_calls[0]
+    history = [
+        ChatMessage(role="user", content="shape?"),
+        ChatMessage(
+            role="assistant",
+            content=first.content or "",
+            tool_calls=[ToolCall(id=call.id, name=call.name, args=call.args)],
+            reasoning=first.reasoning,
+            provider_blocks=first.content_blocks,
+        ),
+        ChatMessage(role="tool", tool_result=ToolResult(tool_call_id=call.id, name=call.name, result="(3, 2)")),
+        ChatMessage(role="user", content="and now?"),
+    ]
+    await collect(adapter.stream(params(history, [TOOL])))
+    await adapter.aclose()
+    messages = fake_llm.requests[-1].body["messages"]
+    assert messages[1]["content"] == [
+        {"type": "thinking", "thinking": "Need the shape.", "signature": "fake-signature"},
+        {"type": "tool_use", "id": call.id, "name": "describe", "input": {"name": "df"}},
+    ]
+    assert messages[2] == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": call.id, "content": "(3, 2)"},
+            {"type": "text", "text": "and now?"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("provider", ["openai-compatible", "anthropic"])
+async def test_key_is_only_in_the_auth_header(fake_llm: FakeLLMServer, provider: str) -> None:
+    await send(fake_llm, provider, params(HISTORY, [TOOL]))
+    request = fake_llm.requests[-1]
+    auth_header = "authorization" if provider == "openai-compatible" else "x-api-key"
+    holders = [name for name, value in request.headers.items() if SECRET in value]
+    assert holders == [auth_header]
+    assert SECRET not in json.dumps(request.body) and SECRET not in request.path
+    if provider == "openai-compatible":
+        assert request.headers["authorization"] == f"Bearer {SECRET}"
+    else:
+        assert request.headers["x-api-key"] == SECRET
+        assert request.headers["anthropic-version"] == "2023-06-01"
+
+
+async def test_base_url_with_query_and_full_path(fake_llm: FakeLLMServer) -> None:
+    """Azure-style `?api-version=` survives; a base URL already ending in the path is not doubled."""
+    for base in (f"{fake_llm.base_url}?api-version=2024-10-21", f"{fake_llm.base_url}/chat/completions"):
+        env = {**fake_llm.env(api_key=SECRET), "LLM_BASE_URL": base}
+        adapter = make_adapter(load_config(env))
+        await adapter.chat(params())
+        await adapter.aclose()
+    paths = [r.path for r in fake_llm.requests]
+    assert paths == ["/v1/chat/completions?api-version=2024-10-21", "/v1/chat/completions"]
+
+
+async def test_anthropic_base_url_with_v1_suffix(fake_llm: FakeLLMServer) -> None:
+    env = {**fake_llm.env("anthropic", api_key=SECRET), "LLM_BASE_URL": fake_llm.anthropic_base_url + "/v1/"}
+    adapter = make_adapter(load_config(env))
+    await adapter.chat(params())
+    await adapter.aclose()
+    assert fake_llm.requests[-1].path == "/v1/messages"
