@@ -8,12 +8,13 @@ things happen, working memory when a turn completes.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from typing import Any, Awaitable, Callable
 
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
-from .persistence import AsyncSessionDB, ConversationInfo, SessionDBError, context_budget
+from .persistence import AsyncSessionDB, ConversationInfo, SessionDBError, context_budget, estimate_tokens
 from .registry import ToolRegistry
 from .store import AgentStore, ChatStore
 from .types import (
@@ -35,6 +36,7 @@ from .types import (
 log = logging.getLogger(__name__)
 
 HISTORY_PAGE = 200
+SYSTEM_PROMPT_TOKENS = 1_000
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
 
 
@@ -251,7 +253,9 @@ class Session:
         if self.conversation_id is None:
             info = await self.db.create_conversation()
             self.conversation_id = info.id
-        budget = context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ)
+        schemas = self.orchestrator.registry.to_tool_schemas()
+        overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.model_dump() for t in schemas]))
+        budget = max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
         history = await self.db.working_memory(self.conversation_id, budget)
         self._turn_id = await self.db.begin_turn(self.conversation_id, user)
         if self.title is None:

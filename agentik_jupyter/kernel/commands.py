@@ -87,11 +87,23 @@ async def _sessions(agent: Any, args: list[str]) -> None:
 async def _resume(agent: Any, args: list[str]) -> None:
     session = agent.session_for()
     await agent.prepare(session)
-    info = await session.resume(args[0] if args else None)
+    wanted = await _full_id(session.db, args[0]) if args else None
+    if args and wanted is None:
+        print(f"No session {args[0]!r}; see %agent sessions.")
+        return
+    info = await session.resume(wanted)
     if info is None:
         print("No session to resume; the next %%agent cell starts one.")
         return
     print(f"Resumed {info.id} {info.title or ''} ({info.message_count} messages).")
+
+
+async def _full_id(db: Any, prefix: str) -> str | None:
+    """An exact id, or the one session whose id starts with `prefix`."""
+    matches = [c.id for c in await db.list_conversations(limit=1000) if c.id.startswith(prefix)]
+    if prefix in matches:
+        return prefix
+    return matches[0] if len(matches) == 1 else None
 
 
 async def _new(agent: Any, args: list[str]) -> None:

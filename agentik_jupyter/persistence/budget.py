@@ -1,0 +1,91 @@
+"""How much history the model is sent: a token budget per model, spent on whole turns.
+
+Tokens are estimated, not counted: a provider-exact tokenizer would be a dependency per
+provider, and the budget is a safety margin, not a bill. ``chars / 4`` of the stored JSON
+over-counts prose a little (JSON quoting), which errs on the safe side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+TokenEstimator = Callable[[str], int]
+
+CONTEXT_TOKENS_ENV = "AGENTIK_CONTEXT_TOKENS"
+UNKNOWN_MODEL_BUDGET = 16_000
+MAX_DEFAULT_BUDGET = 100_000
+
+# Context windows by a substring of the model name, first match wins (so specific names
+# come before their families). History gets half the window: the rest is for the system
+# prompt, tool schemas, tool results of the running turn and the answer itself.
+_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude", 200_000),
+    ("gpt-4.1", 1_000_000),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-3.5", 16_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gemini", 1_000_000),
+    ("deepseek", 128_000),
+    ("llama3.1", 128_000),
+    ("llama-3.1", 128_000),
+    ("llama3.2", 128_000),
+    ("llama-3.3", 128_000),
+    ("llama3.3", 128_000),
+    ("qwen", 32_000),
+    ("mistral", 32_000),
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """≈ chars / 4, rounded up."""
+    return (len(text) + 3) // 4
+
+
+def context_window(model: str | None) -> int | None:
+    """The model's context window if we know its family, else None."""
+    name = (model or "").lower()
+    for needle, window in _CONTEXT_WINDOWS:
+        if needle in name:
+            return window
+    return None
+
+
+def context_budget(model: str | None, environ: Mapping[str, str]) -> int:
+    """Tokens of working memory to send to ``model``; ``AGENTIK_CONTEXT_TOKENS`` overrides.
+
+    Known families get half their window (at most 100k, to keep turns fast and cheap);
+    unknown models (often local servers with small windows) get 16k.
+    """
+    raw = environ.get(CONTEXT_TOKENS_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw.replace("_", ""))
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise ValueError(f"{CONTEXT_TOKENS_ENV} must be a positive integer (tokens), got {raw!r}")
+        return value
+    window = context_window(model)
+    if window is None:
+        return UNKNOWN_MODEL_BUDGET
+    return min(window // 2, MAX_DEFAULT_BUDGET)
+
+
+def first_turn_to_keep(turn_costs: Sequence[int], budget: int | None) -> int:
+    """Index of the oldest turn to send: the newest turns that fit, and always the latest one.
+
+    Turns are kept contiguous from the newest backwards; one turn too big to fit ends the
+    run, so the model never sees a history with a hole in it.
+    """
+    if budget is None or not turn_costs:
+        return 0
+    start = len(turn_costs) - 1
+    total = turn_costs[start]
+    while start > 0 and total + turn_costs[start - 1] <= budget:
+        start -= 1
+        total += turn_costs[start]
+    return start

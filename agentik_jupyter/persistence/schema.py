@@ -1,0 +1,134 @@
+"""The sessions file's schema, versioned with ``PRAGMA user_version``.
+
+Migrations are an ordered list; a file at version N gets every migration after N, all in
+one ``BEGIN IMMEDIATE`` transaction, so two kernels opening a new notebook at once cannot
+both migrate it and a crash mid-migration leaves the old version intact.
+
+- v1: the three tables of the design (conversation, message, working_memory) and the
+  (conversation_id, seq) index the audit log is paged by.
+- v2: the audit log becomes append-only in the database itself (triggers), and the indexes
+  the turn and working-memory reads need.
+
+A file whose version is newer than ours is refused before anything is written: the
+version is read over a read-only connection, so the file stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import NotASessionDBError, SchemaVersionError, open_error
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    why: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "conversation, message (audit log) and working_memory tables",
+        (
+            """CREATE TABLE conversation (
+                id TEXT PRIMARY KEY,
+                title TEXT,
+                is_temporal INTEGER NOT NULL DEFAULT 0 CHECK (is_temporal IN (0, 1)),
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            """CREATE TABLE message (
+                id TEXT PRIMARY KEY,
+                conversation_id TEXT NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                turn_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                role TEXT NOT NULL
+                    CHECK (role IN ('user', 'assistant', 'tool_call', 'tool_result', 'error')),
+                payload_json TEXT NOT NULL,
+                created_at REAL NOT NULL
+            )""",
+            "CREATE UNIQUE INDEX message_conversation_seq ON message(conversation_id, seq)",
+            """CREATE TABLE working_memory (
+                id INTEGER PRIMARY KEY,
+                conversation_id TEXT NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                turn_id TEXT NOT NULL,
+                order_idx INTEGER NOT NULL,
+                source_message_id TEXT REFERENCES message(id) ON DELETE CASCADE,
+                payload_json TEXT NOT NULL,
+                created_at REAL NOT NULL
+            )""",
+        ),
+    ),
+    Migration(
+        2,
+        "append-only audit log enforced by triggers; indexes for turns, working memory, listing",
+        (
+            """CREATE TRIGGER message_no_update BEFORE UPDATE ON message
+            BEGIN SELECT RAISE(ABORT, 'message is append-only: rows cannot be updated'); END""",
+            # Deleting the conversation cascades (the parent row is gone by then); nothing else may delete.
+            """CREATE TRIGGER message_no_delete BEFORE DELETE ON message
+            WHEN EXISTS (SELECT 1 FROM conversation WHERE id = OLD.conversation_id)
+            BEGIN SELECT RAISE(ABORT, 'message is append-only: delete the conversation instead'); END""",
+            "CREATE INDEX message_conversation_turn ON message(conversation_id, turn_id)",
+            "CREATE UNIQUE INDEX working_memory_conversation_order ON working_memory(conversation_id, order_idx)",
+            "CREATE INDEX working_memory_source ON working_memory(source_message_id)",
+            "CREATE INDEX conversation_updated ON conversation(is_temporal, updated_at)",
+        ),
+    ),
+)
+
+CURRENT_VERSION = MIGRATIONS[-1].version
+
+
+def read_version(path: Path) -> int:
+    """The file's user_version read without writing a byte; 0 for a missing or empty file."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise open_error(path, exc) from exc
+
+
+def check_version(path: Path) -> int:
+    """Refuse a file from a newer agentik_jupyter before any connection can write to it."""
+    version = read_version(path)
+    if version > CURRENT_VERSION:
+        raise SchemaVersionError(path, version, CURRENT_VERSION)
+    return version
+
+
+def migrate(conn: sqlite3.Connection, path: Path, target: int = CURRENT_VERSION) -> int:
+    """Bring the file up to ``target`` in one write transaction; returns the version reached.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). ``target`` below
+    CURRENT_VERSION is for tests that build files as older releases left them.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > CURRENT_VERSION:
+            raise SchemaVersionError(path, version, CURRENT_VERSION)
+        if version == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise NotASessionDBError(path, "it has tables but no agentik schema version")
+        for migration in MIGRATIONS:
+            if version < migration.version <= target:
+                for statement in migration.statements:
+                    conn.execute(statement)
+                version = migration.version
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return version

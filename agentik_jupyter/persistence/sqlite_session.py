@@ -1,0 +1,425 @@
+"""The session store: one SQLite file per notebook, an audit log and a working memory.
+
+- The audit log (table ``message``) is append-only and holds everything that happened,
+  failed turns' errors included; the panel replays it on resume.
+- Working memory (table ``working_memory``) is what the model is sent: only whole turns,
+  written in one transaction when a turn completes, so it never holds an unpaired tool call
+  and a failed turn leaves it untouched.
+
+Every method is synchronous and thread-safe (one connection behind a lock). Code on the
+kernel's event loop uses ``AsyncSessionDB`` instead. Temporary sessions (``%%agent --temp``)
+are never written: keep them in memory and do not call this store for them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import TypeAdapter
+
+from ..types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
+from .budget import TokenEstimator, estimate_tokens, first_turn_to_keep
+from .connection import (
+    DEFAULT_BUSY_TIMEOUT_S,
+    DEFAULT_RETRY_DEADLINE_S,
+    connect,
+    read_snapshot,
+    with_retry,
+    write_transaction,
+)
+from .errors import (
+    ConversationNotFoundError,
+    SessionDBError,
+    TemporaryConversationError,
+    TurnNotFoundError,
+    TurnStateError,
+)
+from .models import AuditEntry, AuditPage, AuditRef, ConversationInfo
+from .pairing import check_turn, complete_pairs
+from .schema import check_version, migrate
+
+T = TypeVar("T")
+
+INTERRUPTED_CODE = "interrupted"
+TITLE_MAX_CHARS = 60
+
+_RECORD = TypeAdapter(PersistedMessage)
+_CONVERSATION_SELECT = """
+    SELECT c.id, c.title, c.is_temporal, c.created_at, c.updated_at,
+           (SELECT count(*) FROM message m
+             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant'))
+    FROM conversation c
+"""
+
+
+def default_title(text: str, limit: int = TITLE_MAX_CHARS) -> str | None:
+    """The first line of the first user message, whitespace collapsed, cut at ``limit``."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = " ".join(lines[0].split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _info(row: tuple) -> ConversationInfo:
+    return ConversationInfo(
+        id=row[0],
+        title=row[1],
+        is_temporal=bool(row[2]),
+        created_at=row[3],
+        updated_at=row[4],
+        message_count=row[5],
+    )
+
+
+class SessionDB:
+    """All sessions of one notebook, in one SQLite file; safe to share with other processes."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        retry_deadline_s: float = DEFAULT_RETRY_DEADLINE_S,
+        estimator: TokenEstimator = estimate_tokens,
+    ) -> None:
+        self.path = Path(path)
+        self.estimator = estimator
+        self._retry_deadline_s = retry_deadline_s
+        self._lock = threading.Lock()
+        check_version(self.path)
+        self._conn: sqlite3.Connection | None = connect(self.path, busy_timeout_s)
+        try:
+            self.schema_version = with_retry(
+                lambda: migrate(self._require_open(), self.path), deadline_s=retry_deadline_s, what=str(self.path)
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- plumbing ----
+
+    def close(self) -> None:
+        """Close the connection (SQLite checkpoints the WAL when the last one closes)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SessionDB:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _require_open(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionDBError(f"the sessions file {self.path} is closed")
+        return self._conn
+
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            conn = self._require_open()
+            return with_retry(
+                lambda: write_transaction(conn, body), deadline_s=self._retry_deadline_s, what=str(self.path)
+            )
+
+    def _read(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            conn = self._require_open()
+            return with_retry(
+                lambda: read_snapshot(conn, body), deadline_s=self._retry_deadline_s, what=str(self.path)
+            )
+
+    def _conversation_row(self, conn: sqlite3.Connection, conversation_id: str) -> tuple:
+        row = conn.execute(_CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
+        if row is None:
+            raise ConversationNotFoundError(conversation_id, self.path)
+        return row
+
+    def _writable_row(self, conn: sqlite3.Connection, conversation_id: str) -> tuple:
+        row = self._conversation_row(conn, conversation_id)
+        if row[2]:
+            raise TemporaryConversationError(
+                f"session {conversation_id!r} is temporary: keep it in memory, do not write it"
+            )
+        return row
+
+    @staticmethod
+    def _touch(conn: sqlite3.Connection, conversation_id: str) -> None:
+        conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now(), conversation_id))
+
+    @staticmethod
+    def _require_turn(conn: sqlite3.Connection, conversation_id: str, turn_id: str) -> None:
+        row = conn.execute(
+            "SELECT 1 FROM message WHERE conversation_id = ? AND turn_id = ? AND role = 'user' LIMIT 1",
+            (conversation_id, turn_id),
+        ).fetchone()
+        if row is None:
+            raise TurnNotFoundError(conversation_id, turn_id)
+
+    @staticmethod
+    def _insert_record(
+        conn: sqlite3.Connection, conversation_id: str, turn_id: str, record: PersistedMessage
+    ) -> AuditRef:
+        payload = record.model_dump_json()
+        existing = conn.execute(
+            "SELECT conversation_id, turn_id, seq, payload_json FROM message WHERE id = ?", (record.id,)
+        ).fetchone()
+        if existing is not None:
+            if existing[:2] == (conversation_id, turn_id) and existing[3] == payload:
+                return AuditRef(message_id=record.id, seq=existing[2], turn_id=turn_id)
+            raise TurnStateError(f"message id {record.id!r} is already recorded with other content")
+        seq = conn.execute(
+            "SELECT coalesce(max(seq), 0) + 1 FROM message WHERE conversation_id = ?", (conversation_id,)
+        ).fetchone()[0]
+        conn.execute(
+            "INSERT INTO message (id, conversation_id, turn_id, seq, role, payload_json, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (record.id, conversation_id, turn_id, seq, record.kind, payload, now()),
+        )
+        return AuditRef(message_id=record.id, seq=seq, turn_id=turn_id)
+
+    @staticmethod
+    def _is_committed(conn: sqlite3.Connection, conversation_id: str, turn_id: str) -> bool:
+        return (
+            conn.execute(
+                "SELECT 1 FROM working_memory WHERE conversation_id = ? AND turn_id = ? LIMIT 1",
+                (conversation_id, turn_id),
+            ).fetchone()
+            is not None
+        )
+
+    @classmethod
+    def _insert_working(
+        cls, conn: sqlite3.Connection, conversation_id: str, turn_id: str, messages: Sequence[ChatMessage]
+    ) -> None:
+        if cls._is_committed(conn, conversation_id, turn_id):
+            raise TurnStateError(f"turn {turn_id!r} is already committed to working memory")
+        order = conn.execute(
+            "SELECT coalesce(max(order_idx), 0) FROM working_memory WHERE conversation_id = ?",
+            (conversation_id,),
+        ).fetchone()[0]
+        created = now()
+        for message in messages:
+            order += 1
+            source = conn.execute(
+                "SELECT id FROM message WHERE id = ? AND conversation_id = ?", (message.id, conversation_id)
+            ).fetchone()
+            conn.execute(
+                "INSERT INTO working_memory"
+                " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (conversation_id, turn_id, order, source[0] if source else None, message.model_dump_json(), created),
+            )
+
+    # ---- conversations ----
+
+    def create_conversation(self, title: str | None = None, is_temporal: bool = False) -> ConversationInfo:
+        """A new, empty session; without a title it takes the first user message's first line."""
+        conversation_id = new_id("conv_")
+        stamp = now()
+
+        def body(conn: sqlite3.Connection) -> ConversationInfo:
+            conn.execute(
+                "INSERT INTO conversation (id, title, is_temporal, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                (conversation_id, title, int(is_temporal), stamp, stamp),
+            )
+            return _info(self._conversation_row(conn, conversation_id))
+
+        return self._write(body)
+
+    def get_conversation(self, conversation_id: str) -> ConversationInfo:
+        """The session with this id; raises ConversationNotFoundError."""
+        return self._read(lambda conn: _info(self._conversation_row(conn, conversation_id)))
+
+    def latest_conversation(self) -> ConversationInfo | None:
+        """The most recently updated non-temporary session: the one ``%%agent`` resumes."""
+
+        def body(conn: sqlite3.Connection) -> ConversationInfo | None:
+            row = conn.execute(
+                _CONVERSATION_SELECT + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT 1"
+            ).fetchone()
+            return _info(row) if row else None
+
+        return self._read(body)
+
+    def list_conversations(
+        self, limit: int = 50, offset: int = 0, include_temporal: bool = False
+    ) -> list[ConversationInfo]:
+        """Sessions, most recently updated first, with their message counts."""
+        where = "" if include_temporal else " WHERE c.is_temporal = 0"
+        sql = _CONVERSATION_SELECT + where + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?"
+        return self._read(lambda conn: [_info(row) for row in conn.execute(sql, (limit, offset))])
+
+    def rename_conversation(self, conversation_id: str, title: str | None) -> ConversationInfo:
+        """Set the title (blank clears it). Does not bump updated_at: renaming is not activity."""
+        clean = " ".join((title or "").split()) or None
+
+        def body(conn: sqlite3.Connection) -> ConversationInfo:
+            self._conversation_row(conn, conversation_id)
+            conn.execute("UPDATE conversation SET title = ? WHERE id = ?", (clean, conversation_id))
+            return _info(self._conversation_row(conn, conversation_id))
+
+        return self._write(body)
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        """Remove the session and all its rows in one transaction; False if it did not exist."""
+        return self._write(
+            lambda conn: conn.execute("DELETE FROM conversation WHERE id = ?", (conversation_id,)).rowcount > 0
+        )
+
+    # ---- turns ----
+
+    def begin_turn(self, conversation_id: str, user: UserMessage) -> str:
+        """Start a turn: append the user message to the audit log; returns the new turn id."""
+        turn_id = new_id("turn_")
+
+        def body(conn: sqlite3.Connection) -> str:
+            row = self._writable_row(conn, conversation_id)
+            self._insert_record(conn, conversation_id, turn_id, user)
+            if row[1] is None:
+                conn.execute(
+                    "UPDATE conversation SET title = ? WHERE id = ?", (default_title(user.content), conversation_id)
+                )
+            self._touch(conn, conversation_id)
+            return turn_id
+
+        return self._write(body)
+
+    def append(self, conversation_id: str, turn_id: str, record: PersistedMessage) -> AuditRef:
+        """Append an assistant, tool_call, tool_result or error record to the turn's audit log.
+
+        Idempotent per record id: appending the same record again returns the first AuditRef.
+        """
+        if isinstance(record, UserMessage):
+            raise TurnStateError("a turn has one user message; start a new turn with begin_turn")
+
+        def body(conn: sqlite3.Connection) -> AuditRef:
+            self._require_turn(conn, conversation_id, turn_id)
+            ref = self._insert_record(conn, conversation_id, turn_id, record)
+            self._touch(conn, conversation_id)
+            return ref
+
+        return self._write(body)
+
+    def commit_turn(self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]) -> None:
+        """Write the finished turn's working memory (user, tool pairs, answer) in one transaction.
+
+        Raises WorkingMemoryError, before writing anything, if a tool call lacks its result.
+        A ChatMessage whose id equals an audit record's id is linked to it (source_message_id).
+        """
+        check_turn(working)
+
+        def body(conn: sqlite3.Connection) -> None:
+            self._require_turn(conn, conversation_id, turn_id)
+            self._insert_working(conn, conversation_id, turn_id, working)
+            self._touch(conn, conversation_id)
+
+        self._write(body)
+
+    def fail_turn(self, conversation_id: str, turn_id: str | None, message: str, code: str | None = None) -> AuditRef:
+        """Record a failed turn: an error row in the audit log, nothing in working memory.
+
+        ``turn_id=None`` is for failures before any turn began (e.g. empty input): the error
+        gets a turn of its own.
+        """
+        record = ErrorRecord(message=message, code=code)
+
+        def body(conn: sqlite3.Connection) -> AuditRef:
+            self._writable_row(conn, conversation_id)
+            turn = turn_id or new_id("turn_")
+            if turn_id is not None:
+                self._require_turn(conn, conversation_id, turn_id)
+            ref = self._insert_record(conn, conversation_id, turn, record)
+            self._touch(conn, conversation_id)
+            return ref
+
+        return self._write(body)
+
+    def interrupt_turn(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        working: Sequence[ChatMessage],
+        message: str = "Interrupted by the user",
+    ) -> AuditRef:
+        """Close a stopped turn in one transaction: its complete pairs to working memory and
+        an error row with code "interrupted" to the audit log.
+
+        Unanswered tool calls are dropped (see ``complete_pairs``). If nothing beyond the user
+        message survives, working memory is left alone, as for a failed turn; pass a partial
+        answer as an assistant message if the model should see it. A turn already committed
+        (Stop pressed after the answer was saved) only gets the marker.
+        """
+        kept = complete_pairs(working) if working else []
+        record = ErrorRecord(message=message, code=INTERRUPTED_CODE)
+
+        def body(conn: sqlite3.Connection) -> AuditRef:
+            self._require_turn(conn, conversation_id, turn_id)
+            if len(kept) > 1 and not self._is_committed(conn, conversation_id, turn_id):
+                self._insert_working(conn, conversation_id, turn_id, kept)
+            ref = self._insert_record(conn, conversation_id, turn_id, record)
+            self._touch(conn, conversation_id)
+            return ref
+
+        return self._write(body)
+
+    # ---- reads ----
+
+    def audit_log(self, conversation_id: str, limit: int = 50, before_seq: int | None = None) -> AuditPage:
+        """The newest ``limit`` audit rows older than ``before_seq`` (all if None), oldest first.
+
+        Start with ``before_seq=None`` for the latest page; page back with the returned
+        ``next_before_seq`` until it is None.
+        """
+        if limit <= 0:
+            raise ValueError("limit must be positive")
+        bound = before_seq if before_seq is not None else 2**62
+
+        def body(conn: sqlite3.Connection) -> AuditPage:
+            self._conversation_row(conn, conversation_id)
+            rows = conn.execute(
+                "SELECT seq, turn_id, created_at, payload_json FROM message"
+                " WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+                (conversation_id, bound, limit + 1),
+            ).fetchall()
+            more = len(rows) > limit
+            rows = list(reversed(rows[:limit]))
+            entries = [
+                AuditEntry(seq=seq, turn_id=turn, created_at=created, record=_RECORD.validate_json(payload))
+                for seq, turn, created, payload in rows
+            ]
+            return AuditPage(entries=entries, next_before_seq=entries[0].seq if more else None)
+
+        return self._read(body)
+
+    def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
+        """What the model is sent: committed turns in order, the oldest whole turns dropped
+        until the rest fits ``budget_tokens`` (None: no limit). The latest turn is always kept.
+
+        The budget covers history only: subtract the system prompt and tool schemas first.
+        """
+
+        def body(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            self._conversation_row(conn, conversation_id)
+            return conn.execute(
+                "SELECT turn_id, payload_json FROM working_memory WHERE conversation_id = ? ORDER BY order_idx",
+                (conversation_id,),
+            ).fetchall()
+
+        rows = self._read(body)
+        turns: list[list[str]] = []
+        previous: str | None = None
+        for turn_id, payload in rows:
+            if turn_id != previous:
+                turns.append([])
+                previous = turn_id
+            turns[-1].append(payload)
+        costs = [sum(self.estimator(payload) for payload in turn) for turn in turns]
+        start = first_turn_to_keep(costs, budget_tokens)
+        return [ChatMessage.model_validate_json(payload) for turn in turns[start:] for payload in turn]
