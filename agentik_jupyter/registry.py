@@ -98,7 +98,10 @@ def parameter_from_hint(key: str, hint: Any, required: bool, description: str = 
     origin = get_origin(base)
     enum: list[Any] | None = None
     ptype: ParameterType
-    if origin is Literal:
+    if origin in (typing.Union, types.UnionType):
+        first = next(a for a in get_args(base) if a is not type(None))
+        ptype = parameter_from_hint(key, first, required).type
+    elif origin is Literal:
         enum = list(get_args(base))
         first = type(enum[0]) if enum else str
         ptype = _SCALARS.get(first, "string")

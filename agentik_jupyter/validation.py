@@ -54,6 +54,37 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
+_JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def allowed_types(p: ToolParameter) -> set[str] | None:
+    """The JSON types a parameter accepts: its schema's `type` list or `anyOf`/`oneOf`
+    alternatives when it has them (None: anything), else its declared type."""
+    schema = p.json_schema or {}
+    declared = schema.get("type")
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list) and options:
+        found: set[str] = set()
+        for option in options:
+            kind = option.get("type") if isinstance(option, dict) else None
+            if isinstance(kind, list):
+                found.update(t for t in kind if isinstance(t, str))
+            elif isinstance(kind, str):
+                found.add(kind)
+            else:
+                return None
+        return found
+    return {p.type}
+
+
+def _matches_any(value: Any, kinds: set[str]) -> bool:
+    if value is None:
+        return "null" in kinds
+    return any(type_matches(value, k) for k in kinds if k in _JSON_TYPES)  # type: ignore[arg-type]
+
+
 def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
     """Every problem with `args`, each naming the argument; empty when valid."""
     if not isinstance(args, dict):
@@ -71,10 +102,10 @@ def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
             continue
         if value is None and not p.required:
             continue
-        if not type_matches(value, p.type):
-            problems.append(
-                f"argument '{key}' must be {_PY_NAMES[p.type]}, got {_json_type(value)} {value!r:.60}"
-            )
+        kinds = allowed_types(p)
+        if kinds is not None and not _matches_any(value, kinds):
+            wanted = " or ".join(_PY_NAMES.get(k, k) for k in sorted(kinds))  # type: ignore[call-overload]
+            problems.append(f"argument '{key}' must be {wanted}, got {_json_type(value)} {value!r:.60}")
         elif p.enum is not None and value not in p.enum:
             problems.append(f"argument '{key}' must be one of {p.enum!r}, got {value!r:.60}")
     return problems

@@ -85,3 +85,27 @@ def test_undeclared_arguments_always_fail(args: dict[str, Any]) -> None:
 @given(st.booleans())
 def test_booleans_are_not_numbers(value: bool) -> None:
     assert not type_matches(value, "integer") and not type_matches(value, "number")
+
+
+def test_union_parameters_accept_each_alternative() -> None:
+    from agentik_jupyter.registry import ToolRegistry, tool
+
+    reg = ToolRegistry()
+
+    @tool(registry=reg)
+    def pick(key: int | str, limit: float | None = None) -> str:
+        return str(key)
+
+    params = reg.get("pick").parameters  # type: ignore[union-attr]
+    assert validate_arguments({"key": 3}, params) == []
+    assert validate_arguments({"key": "a", "limit": None}, params) == []
+    problems = validate_arguments({"key": [1]}, params)
+    assert len(problems) == 1 and "'key'" in problems[0] and "an integer or a string" in problems[0]
+
+
+def test_schema_type_lists_from_mcp_are_honoured() -> None:
+    p = ToolParameter(key="v", type="string", json_schema={"type": ["string", "null", "number"]})
+    assert validate_arguments({"v": 2.5}, [p]) == [] and validate_arguments({"v": None}, [p]) == []
+    assert validate_arguments({"v": True}, [p]) != []
+    anything = ToolParameter(key="w", type="string", json_schema={"anyOf": [{"type": "string"}, {"$ref": "#/x"}]})
+    assert validate_arguments({"w": {"a": 1}}, [anything]) == []

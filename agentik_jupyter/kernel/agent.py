@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,6 @@ class KernelAgent:
         self.gate = ApprovalGate(present=self._present_approval)
         self.mcp: Any = None
         self._needs_resume = False
-        self._mcp_loaded = False
 
     def _present_approval(self, request: Any) -> None:
         session = self.session
@@ -98,19 +98,16 @@ class KernelAgent:
         )
 
     async def ensure_mcp(self) -> None:
-        """Start MCP servers from mcp.json on the first turn; failures are reported, not raised."""
-        if self._mcp_loaded:
-            return
-        self._mcp_loaded = True
-        try:
-            from ..mcp import load_manager
-        except ImportError:
-            return
-        try:
-            self.mcp = await load_manager(self.location.notebook_path, self.registry)
-        except Exception as exc:
-            log.warning("MCP servers could not be loaded: %s", exc)
-            self.mcp = None
+        """Start the MCP servers of mcp.json on the first turn; failures are reported, not raised."""
+        if self.mcp is None:
+            from ..mcp import MCPManager
+
+            notebook = self.location.notebook_path
+            self.mcp = MCPManager(self.registry, notebook_dir=notebook.parent if notebook else Path.cwd())
+        if self.mcp.configured:
+            await self.mcp.start()
+            for notice in self.mcp.pop_notices():
+                print(f"agentik: {notice}", file=sys.stderr)
 
     def close(self) -> None:
         if self.mcp is not None:

@@ -142,8 +142,8 @@ async def _tools(agent: Any, args: list[str]) -> None:
     await agent.ensure_mcp()
     print(format_tools(agent.registry, agent.gate))
     if agent.mcp is not None:
-        for line in agent.mcp.status_lines():
-            print(line)
+        for status in agent.mcp.statuses():
+            print(f"MCP {status.describe()}")
 
 
 async def _policy(agent: Any, args: list[str]) -> None:

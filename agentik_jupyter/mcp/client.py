@@ -1,0 +1,350 @@
+"""MCP servers as tools: the manager the kernel keeps, one per ToolRegistry.
+
+Servers start lazily (on the first turn or the first `%agent tools`), all at
+once and each in its own task, so a slow or broken server costs at most its
+startup timeout and never blocks the others. Every tool a server lists is
+registered as `<server>__<tool>` with the server's policy (default `ask`).
+What went wrong is kept as a status per server, for `%agent tools`, and as
+notices the next cell shows once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..registry import ToolRegistry
+from ..types import ApprovalPolicy, ToolDefinition
+from .config import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT,
+    HttpServerConfig,
+    MCPConfig,
+    MCPConfigError,
+    ServerConfig,
+    StdioServerConfig,
+    discover_config,
+)
+from .connection import (
+    INSTALL_HINT,
+    MCPServerError,
+    MCPToolError,
+    ServerConnection,
+    ServerState,
+)
+from .schema import error_text, output_from_content, parameters_from_schema, tool_name
+
+log = logging.getLogger(__name__)
+
+MAX_AUTO_RESTARTS = 2
+CLOSE_TIMEOUT = 10.0
+
+StatusListener = Callable[[list["ServerStatus"]], None]
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """What `%agent tools` shows for one server."""
+
+    name: str
+    state: ServerState
+    transport: str
+    policy: ApprovalPolicy
+    error: str | None = None
+    tools: tuple[str, ...] = ()
+    log_path: str | None = None
+
+    def describe(self) -> str:
+        """One line (plus the error's lines) for a listing."""
+        head = f"{self.name} ({self.transport}, policy {self.policy}): {self.state}"
+        if self.state == "ready":
+            return f"{head}, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
+        if self.error:
+            return f"{head}: {self.error}"
+        return head
+
+
+def _pick_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class MCPManager:
+    """Owns the configured servers, their tools in `registry`, and their lifecycle."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        config: MCPConfig | None = None,
+        notebook_dir: str | Path | None = None,
+        log_dir: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.notebook_dir = notebook_dir
+        self.environ = environ
+        self.config_error: str | None = None
+        self._config = config
+        self._log_dir = Path(log_dir) if log_dir is not None else None
+        self._connections: dict[str, ServerConnection] = {}
+        self._failed_config: dict[str, tuple[str, str]] = {}
+        self._registered: dict[str, list[str]] = {}
+        self._restarts: dict[str, int] = {}
+        self._notices: list[str] = []
+        self._listeners: list[StatusListener] = []
+        self._loaded = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._closing: asyncio.Task[None] | None = None
+
+    # ---- configuration ----
+
+    def _load(self) -> None:
+        """Read the config once, on first use, so env and files set before it count."""
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            config = self._config or discover_config(self.notebook_dir, environ=self.environ)
+        except MCPConfigError as exc:
+            self.config_error = str(exc)
+            self._notices.append(f"MCP config error: {exc}")
+            return
+        self._config = config
+        for warning in config.warnings:
+            log.warning("%s", warning)
+        for name, message in config.errors.items():
+            self._failed_config[name] = ("config", message)
+            self._notices.append(f"MCP server '{name}' failed: {message}")
+        for name, server in config.servers.items():
+            self._add(name, server, None)
+
+    def add_server(
+        self,
+        name: str,
+        server: ServerConfig | Any,
+        *,
+        policy: ApprovalPolicy | None = None,
+        timeout: float | None = None,
+        startup_timeout: float | None = None,
+    ) -> None:
+        """Add a server besides the config file's: a ServerConfig, or an SDK server object
+        (`MCPServer` / low-level `Server`) run in-process. It starts with the others."""
+        self._load()
+        if name in self._connections:
+            raise ValueError(f"An MCP server named {name!r} already exists.")
+        if isinstance(server, (StdioServerConfig, HttpServerConfig)):
+            updates = {"policy": policy, "timeout": timeout, "startup_timeout": startup_timeout}
+            self._add(name, server.model_copy(update={k: v for k, v in updates.items() if v is not None}), None)
+            return
+        connection = self._add(name, None, server)
+        connection.policy = policy or "ask"
+        connection.call_timeout = timeout or DEFAULT_CALL_TIMEOUT
+        connection.startup_timeout = startup_timeout or DEFAULT_STARTUP_TIMEOUT
+
+    def _add(self, name: str, config: ServerConfig | None, target: Any) -> ServerConnection:
+        connection = ServerConnection(
+            name=name, config=config, target=target, log_path=self._log_path(name), on_change=self._changed
+        )
+        if config is not None:
+            connection.policy = config.policy
+            connection.call_timeout = config.timeout
+            connection.startup_timeout = config.startup_timeout
+        self._connections[name] = connection
+        return connection
+
+    def _log_path(self, name: str) -> Path:
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="agentik-mcp-"))
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return self._log_dir / f"{safe}.stderr.log"
+
+    @property
+    def configured(self) -> bool:
+        """Whether any server is configured (or the config itself is broken)."""
+        self._load()
+        return bool(self._connections or self._failed_config or self.config_error)
+
+    # ---- lifecycle ----
+
+    async def start(self) -> list[ServerStatus]:
+        """Start every server not yet started and wait until each is ready or failed.
+
+        Idempotent and cheap once done; a server that crashed after it was ready is
+        restarted here (at most twice). Never raises for a server's failure.
+        """
+        self._load()
+        if self._connections:
+            self._check_sdk()
+        self._loop = asyncio.get_running_loop()
+        for name, connection in self._connections.items():
+            if connection.running or name in self._failed_config:
+                continue
+            if connection.state == "stopped":
+                connection.start()
+            elif connection.state == "failed" and connection.was_ready:
+                if self._restarts.get(name, 0) < MAX_AUTO_RESTARTS:
+                    self._restarts[name] = self._restarts.get(name, 0) + 1
+                    connection.start()
+        await asyncio.gather(*(c.wait_settled() for c in self._connections.values()))
+        return self.statuses()
+
+    def start_soon(self) -> None:
+        """Schedule `start()` from sync code running on the kernel's loop (e.g. a line magic)."""
+        loop = _pick_loop()
+        if loop is None or not self.configured:
+            return
+        if self._starting is None or self._starting.done():
+            self._starting = loop.create_task(self.start(), name="agentik-mcp-start")
+
+    async def restart(self, name: str) -> ServerStatus:
+        """Stop and start one server again, e.g. after fixing what made it fail."""
+        connection = self._connections.get(name)
+        if connection is None:
+            raise KeyError(f"No MCP server named {name!r}.")
+        await connection.stop()
+        self._restarts.pop(name, None)
+        self._check_sdk()
+        if name not in self._failed_config:
+            connection.start()
+            await connection.wait_settled()
+        return self.status(name)
+
+    def _check_sdk(self) -> None:
+        """Without the `mcp` SDK every configured server fails with the install hint."""
+        try:
+            import mcp  # noqa: F401
+        except ImportError:
+            for name in self._connections:
+                if name not in self._failed_config:
+                    self._failed_config[name] = ("sdk", INSTALL_HINT)
+                    self._notices.append(f"MCP server '{name}' failed: {INSTALL_HINT}")
+
+    async def aclose(self) -> None:
+        """Stop every server and remove its tools; safe to call twice."""
+        connections = list(self._connections.values())
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+        await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+        for name in list(self._registered):
+            self._unregister(name)
+
+    def close(self) -> None:
+        """Sync shutdown for atexit or IPython's shutdown hook.
+
+        On the loop's own thread (a hook called from a coroutine) it can only
+        schedule `aclose()`. With the loop stopped it runs `aclose()` to the end,
+        bounded. Stdio servers also exit by themselves when their stdin closes
+        with the kernel process.
+        """
+        running = _pick_loop()
+        if running is not None:
+            self._closing = running.create_task(self.aclose(), name="agentik-mcp-close")
+            return
+        loop = self._loop
+        if loop is None or loop.is_closed() or not any(c.running for c in self._connections.values()):
+            return
+        try:
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(CLOSE_TIMEOUT)
+            else:
+                loop.run_until_complete(asyncio.wait_for(self.aclose(), CLOSE_TIMEOUT))
+        except Exception:
+            log.exception("stopping MCP servers failed")
+
+    # ---- tools ----
+
+    def _changed(self, connection: ServerConnection) -> None:
+        if connection.state == "ready":
+            self._register(connection)
+        elif connection.state == "failed":
+            self._notices.append(f"MCP server '{connection.name}' failed: {connection.error}")
+        statuses = self.statuses()
+        for listener in list(self._listeners):
+            try:
+                listener(statuses)
+            except Exception:
+                log.exception("MCP status listener failed")
+
+    def _register(self, connection: ServerConnection) -> None:
+        self._unregister(connection.name)
+        names: list[str] = []
+        policy = connection.policy
+        for tool in connection.tools:
+            definition = ToolDefinition(
+                name=tool_name(connection.name, tool.name),
+                description=tool.description or getattr(tool, "title", None) or "",
+                parameters=parameters_from_schema(tool.input_schema),
+                execute=_executor(connection, tool.name, parameters_from_schema(tool.input_schema)),
+                policy=policy,
+                source="mcp",
+                origin=f"mcp:{connection.name}:{tool.name}",
+            )
+            self.registry.add(definition, replace=True)
+            names.append(definition.name)
+        self._registered[connection.name] = names
+
+    def _unregister(self, server: str) -> None:
+        for name in self._registered.pop(server, []):
+            self.registry.unregister(name)
+
+    # ---- reporting ----
+
+    def status(self, name: str) -> ServerStatus:
+        if name in self._failed_config:
+            connection = self._connections.get(name)
+            transport = connection.transport if connection else "config"
+            policy: ApprovalPolicy = connection.policy if connection else "ask"
+            return ServerStatus(name, "failed", transport, policy, self._failed_config[name][1])
+        connection = self._connections[name]
+        return ServerStatus(
+            name=name,
+            state=connection.state,
+            transport=connection.transport,
+            policy=connection.policy,
+            error=connection.error,
+            tools=tuple(self._registered.get(name, [])),
+            log_path=str(connection.log_path) if connection.transport == "stdio" else None,
+        )
+
+    def statuses(self) -> list[ServerStatus]:
+        """Every server's status, in config order (not started yet: `stopped`)."""
+        self._load()
+        names = [*self._connections, *(n for n in self._failed_config if n not in self._connections)]
+        return [self.status(name) for name in names]
+
+    def pop_notices(self) -> list[str]:
+        """Problems not yet shown to the user (a cell shows them once, then they are gone)."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    def subscribe(self, listener: StatusListener) -> Callable[[], None]:
+        """Call `listener(statuses)` on every server state change; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+
+def _executor(connection: ServerConnection, tool: str, parameters: list[Any]) -> Callable[..., Any]:
+    """The tool's `execute`: call the server, turn `isError` into an exception."""
+    optional = {p.key for p in parameters if not p.required}
+
+    async def execute(**kwargs: Any) -> Any:
+        args = {k: v for k, v in kwargs.items() if not (v is None and k in optional)}
+        result = await connection.call(tool, args)
+        if result.is_error:
+            raise MCPToolError(error_text(result.content))
+        return output_from_content(result.content, result.structured_content)
+
+    execute.__name__ = tool_name(connection.name, tool)
+    return execute
+
+
+__all__ = ["MCPManager", "ServerStatus", "MCPServerError", "MCPToolError"]
