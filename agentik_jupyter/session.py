@@ -180,9 +180,9 @@ class Session:
         await self._record_failure(message, code)
 
     async def aclose(self) -> None:
-        if self.busy:
+        if self.busy and self._task is not None:
             self.stop()
-            await asyncio.wait([self._task]) if self._task else None
+            await asyncio.wait([self._task])
         if self.db is not None:
             await self.db.drain()
 
