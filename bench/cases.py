@@ -77,7 +77,65 @@ async def persisted_vs_temporary_turn() -> dict[str, Any]:
     return {"ratio": round(saved / temp, 2), "persisted_s": round(saved, 4), "temporary_s": round(temp, 4)}
 
 
+def describe_big_vs_small_frame() -> dict[str, Any]:
+    """describe_dataframe on a 10M x 500 frame vs a 100 x 500 one: time and text size."""
+    import numpy as np
+    import pandas as pd
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agentik_jupyter.kernel.context_tools import make_context_tools
+
+    shell = InteractiveShell.instance()
+    column = np.arange(10_000_000, dtype="float64")
+    shell.user_ns["big"] = pd.DataFrame({f"c{i}": column for i in range(500)}, copy=False)
+    shell.user_ns["small"] = pd.DataFrame({f"c{i}": column[:100] for i in range(500)})
+    describe = {t.name: t for t in make_context_tools(shell)}["describe_dataframe"].execute
+
+    def timed(name: str) -> tuple[float, int]:
+        started = time.perf_counter()
+        text = describe(name=name).text
+        return time.perf_counter() - started, len(text)
+
+    timed("small")
+    small = min(timed("small") for _ in range(3))
+    big = min(timed("big") for _ in range(3))
+    return {"ratio": round(big[0] / small[0], 2), "big_s": round(big[0], 4), "small_s": round(small[0], 4),
+            "text_ratio": round(big[1] / small[1], 2), "big_chars": big[1], "small_chars": small[1]}
+
+
+async def widget_bytes_per_answer() -> dict[str, Any]:
+    """Bytes the turn view sends to the frontend for a 20 KB answer streamed 1 char at a time."""
+    import json
+
+    import comm
+    from comm.base_comm import BaseComm
+
+    from agentik_jupyter.testing import ScriptedTransport, Step
+    from agentik_jupyter.widgets import TurnView
+
+    sent = 0
+
+    class Counting(BaseComm):
+        def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
+                        buffers: Any = None, **keys: Any) -> None:
+            nonlocal sent
+            sent += len(json.dumps(data or {}, default=str).encode()) + sum(len(b) for b in buffers or [])
+
+    original = comm.create_comm
+    comm.create_comm = lambda *a, **k: Counting(*a, **k)
+    try:
+        answer = ("Streaming a long answer, one character at a time. " * 400)[:20_000]
+        session = Session(ScriptedTransport([Step.say(answer, chunk_size=1)]), ToolRegistry(), temporary=True)
+        TurnView(session, "q", wait=True, display=lambda *a, **k: None)
+        await session.send("q")
+    finally:
+        comm.create_comm = original
+    return {"ratio": round(sent / len(answer), 2), "frontend_bytes": sent, "answer_bytes": len(answer)}
+
+
 BENCHMARKS: dict[str, Callable[[], Any]] = {
     "turn_vs_raw_httpx": turn_vs_raw_httpx,
     "persisted_vs_temporary_turn": persisted_vs_temporary_turn,
+    "describe_big_vs_small_frame": describe_big_vs_small_frame,
+    "widget_bytes_per_answer": widget_bytes_per_answer,
 }
