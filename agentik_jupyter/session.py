@@ -14,7 +14,7 @@ import os
 from typing import Any, Awaitable, Callable
 
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
-from .persistence import AsyncSessionDB, ConversationInfo, SessionDBError, context_budget, estimate_tokens
+from .persistence import AsyncSessionDB, AuditEntry, ConversationInfo, SessionDBError, context_budget, estimate_tokens
 from .registry import ToolRegistry
 from .store import AgentStore, ChatStore
 from .types import (
@@ -38,6 +38,34 @@ log = logging.getLogger(__name__)
 HISTORY_PAGE = 200
 SYSTEM_PROMPT_TOKENS = 1_000
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
+
+
+UNFINISHED = "This turn did not finish: the kernel stopped before the answer was complete."
+
+
+def _unfinished_turns(entries: list[AuditEntry]) -> set[str]:
+    """Turns whose audit rows end neither with a final answer nor with an error."""
+    last: dict[str, PersistedMessage] = {}
+    for entry in entries:
+        last[entry.turn_id] = entry.record
+    return {
+        turn for turn, record in last.items()
+        if not isinstance(record, ErrorRecord)
+        and not (isinstance(record, AssistantMessage) and not record.tool_calls)
+    }
+
+
+def entries_to_messages(entries: list[AuditEntry], running_turn: str | None = None) -> list[ChatMessage]:
+    """Audit rows -> transcript for the panel: failed turns' errors included, and a note on
+    turns a crashed kernel left unfinished."""
+    unfinished = _unfinished_turns(entries) - {running_turn}
+    out: list[ChatMessage] = []
+    for i, entry in enumerate(entries):
+        out.extend(records_to_messages([entry.record]))
+        ends_turn = i + 1 == len(entries) or entries[i + 1].turn_id != entry.turn_id
+        if ends_turn and entry.turn_id in unfinished:
+            out.append(ChatMessage(role="assistant", error=UNFINISHED, timestamp=entry.created_at))
+    return out
 
 
 def records_to_messages(records: list[PersistedMessage]) -> list[ChatMessage]:
@@ -158,7 +186,7 @@ class Session:
             return None
         self.conversation_id, self.title = info.id, info.title
         page = await self.db.audit_log(info.id, limit=HISTORY_PAGE)
-        self.chat_store.set_messages(records_to_messages([e.record for e in page.entries]))
+        self.chat_store.set_messages(entries_to_messages(page.entries, self._turn_id if self.busy else None))
         self.chat_store.set_error(None)
         self.agent_store.reset()
         return info

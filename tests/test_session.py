@@ -161,3 +161,22 @@ def test_user_message_record_has_context() -> None:
     rec = UserMessage(content="q", context=AgentContext(cell_id="c1"))
     assert rec.context is not None and rec.context.cell_id == "c1"
     assert AssistantMessage(content="x").kind == "assistant" and ToolCallRecord.model_fields["kind"].default == "tool_call"
+
+
+async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) -> None:
+    from agentik_jupyter.session import UNFINISHED
+
+    path = tmp_path / "u.agentik.db"
+    db = await AsyncSessionDB.open(path)
+    conv = await db.create_conversation()
+    done = await db.begin_turn(conv.id, UserMessage(content="finished question"))
+    await db.append(conv.id, done, AssistantMessage(content="finished answer"))
+    dead = await db.begin_turn(conv.id, UserMessage(content="question whose kernel died"))
+    await db.append(conv.id, dead, ToolCallRecord(call={"id": "c1", "name": "lookup", "args": {"key": "a"}}))
+    await db.aclose()
+    session, _, db2 = await open_session(path, [])
+    await session.resume()
+    shown = [(m.role, m.content or m.error) for m in session.chat_store.messages]
+    assert shown == [("user", "finished question"), ("assistant", "finished answer"),
+                     ("user", "question whose kernel died"), ("assistant", UNFINISHED)]
+    await db2.aclose()

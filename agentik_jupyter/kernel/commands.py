@@ -65,7 +65,7 @@ async def _status(agent: Any, args: list[str]) -> None:
     elif session is not None and session.temporary:
         print("session:  temporary (not saved)")
     else:
-        print("session:  none yet (the next %%agent cell continues the latest or starts one)")
+        print("session:  none yet (the next %%agent cell starts one)")
     print(agent.location.describe())
     if session is not None and session.busy:
         print(f"status:   {session.agent_store.status} (a turn is running; %agent stop stops it)")

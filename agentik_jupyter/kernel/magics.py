@@ -30,6 +30,7 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     from ..widgets import TurnView
     from .agent import get_agent
 
+    text = text.rstrip()
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
     view = TurnView(session, text, wait=opts.wait)

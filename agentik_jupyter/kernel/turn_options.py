@@ -43,8 +43,9 @@ def wait_by_default() -> bool:
 
 def parse_options(line: str) -> TurnOptions:
     try:
-        args = _parser.parse_args(shlex.split(line))
+        words = shlex.split(line)
     except ValueError as exc:
         raise OptionsError(f"{exc}. Usage: {USAGE}") from None
+    args = _parser.parse_args(words)
     wait = (args.wait or wait_by_default()) and not args.no_wait
     return TurnOptions(wait=wait, new=args.new, temp=args.temp, session=args.session, model=args.model)
