@@ -167,12 +167,17 @@ async def test_panel_renders_history_sends_with_enter_and_streams() -> None:
     text = html_of(panel.history)
     assert "earlier &lt;i&gt;q&lt;/i&gt;" in text and "<em>answer</em>" in text
     assert len(panel._cards) == 1 and panel._cards["c1"].result is not None
-    panel.input.value = "next?"
+    panel.input.value = "next"
     panel._on_input_msg(panel.input, {"event": "submit"}, [])
+    await asyncio.sleep(0.1)
+    panel.input.value = "next?"  # the last keystroke, held back by the frontend, lands after Enter
+    assert panel.last_task is None  # not sent yet: the box had not settled
+    await asyncio.sleep(0.7)
     assert panel.input.value == "" and panel.last_task is not None
     await panel.last_task
     text = html_of(panel.history)
     assert "next?" in text and "Follow-up <strong>answer</strong>" in text
+    assert s.chat_store.messages[-2].content == "next?"
     assert text.count("Follow-up") == 1
     assert panel.stop_button.disabled and "Done" in panel.status.text()
     assert panel._repr_mimebundle_()["text/plain"] == "Agent chat panel"

@@ -10,7 +10,7 @@ import asyncio
 import time
 from typing import Any, Callable
 
-from ipywidgets import HTML, Button, HBox, Layout, Text, VBox, Widget
+from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
 from ..store import ChatState
 from ..types import ChatMessage, End, Event, StartResponse, ToolCall
@@ -23,6 +23,7 @@ from .status import ErrorBanner, StatusLine
 from .turn_view import close_tree
 
 PANEL_TEXT = "Agent chat panel"
+SUBMIT_SETTLE_S = 0.5
 
 
 def user_html(text: str) -> str:
@@ -37,19 +38,28 @@ class ChatPanel:
         self.session = session
         self.clock = clock
         self.title = HTML(value=self._title_html())
-        self.history = VBox(layout=Layout(max_height="40em", overflow="auto"))
+        # The transcript scrolls inside a 40em box. `history` (the messages, top to bottom)
+        # must not be a flex child that shrinks: inside a height-capped flex column its items
+        # were squeezed and overlapped instead of scrolling. The reversed column keeps the
+        # view pinned to the newest message as the answer streams (no JavaScript needed).
+        self.history = VBox(layout=Layout(flex="0 0 auto"))
+        self.scroller = Box(children=(self.history,), layout=Layout(
+            display="flex", flex_flow="column-reverse", max_height="40em", overflow="auto"))
         self.banner = ErrorBanner(session.chat_store)
         self.status = StatusLine(session.agent_store, clock=clock)
         self.notice = HTML(value="")
         self.input = Text(placeholder="Ask the agent… (Enter sends)", continuous_update=True,
                           layout=Layout(flex="1 1 auto"))
         self.input.on_msg(self._on_input_msg)
+        self.input.observe(self._on_input_value, names="value")
+        self._submit_due = False
+        self._submit_timer: asyncio.TimerHandle | None = None
         self.send_button = Button(description="Send", button_style="primary", icon="paper-plane")
         self.send_button.on_click(lambda _: self.send())
         self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy)
         self.stop_button.on_click(lambda _: self.session.stop())
         self.widget = VBox(children=(
-            self.title, self.history, self.banner.widget,
+            self.title, self.scroller, self.banner.widget,
             HBox(children=(self.input, self.send_button, self.stop_button)),
             HBox(children=(self.status.widget, self.notice)),
         ))
@@ -77,14 +87,39 @@ class ChatPanel:
         except RuntimeError as exc:
             self.notice.value = f"<em>{escape(str(exc))}: press Stop or wait.</em>"
             return None
+        # This turn's approvals belong in this panel, not in the view of the last `%%agent`
+        # cell (which set itself as the presenter for its own turn and has since ended).
+        self.session.approval_presenter = self.present_approval
         self.notice.value = ""
         if text is None:
             self.input.value = ""
         return self.last_task
 
     def _on_input_msg(self, widget: Any, content: dict[str, Any], buffers: Any) -> None:
+        """Enter: send once the box has settled.
+
+        The frontend sends one value update per widget at a time and holds the rest, but
+        sends the submit event at once, so on a slow link the submit overtakes the last
+        keystrokes. Waiting until no value update has arrived for SUBMIT_SETTLE_S sends
+        what the user typed, not a stale prefix.
+        """
         if content.get("event") == "submit":
-            self.send()
+            self._submit_due = True
+            self._settle_submit()
+
+    def _on_input_value(self, change: dict[str, Any]) -> None:
+        if self._submit_due:
+            self._settle_submit()
+
+    def _settle_submit(self) -> None:
+        if self._submit_timer is not None:
+            self._submit_timer.cancel()
+        self._submit_timer = asyncio.get_running_loop().call_later(SUBMIT_SETTLE_S, self._submit_now)
+
+    def _submit_now(self) -> None:
+        self._submit_due = False
+        self._submit_timer = None
+        self.send()
 
     def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
         card = ApprovalCard(request)

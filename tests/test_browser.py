@@ -1,0 +1,436 @@
+"""A real browser test: JupyterLab + headless Debian Chromium (Python Playwright) + the fake LLM.
+
+The flow a data scientist goes through, clicked and typed in the real UI:
+
+1. open a notebook (``%load_ext``, a DataFrame, a background ``%%agent`` cell, ``%agent panel``)
+   and run its cells with Shift+Enter;
+2. watch the cell's answer stream in (partial text first, then all of it);
+3. in the chat panel, type a follow-up and press Send, then another and press Enter;
+4. ask for a long answer and press Stop: the text stops growing and the status says Stopped;
+5. approval: the model calls ``run_code`` (policy "ask"), the card shows the exact code,
+   Approve runs it in the kernel, the tool card and the final answer follow; Deny sends a
+   denial back to the model, which answers; and the same in a ``%%agent`` cell's own view,
+   followed by one more approval from the panel;
+6. Enter pressed right after typing over a slow kernel link sends all of
+   the text.
+
+Screenshots land in ``tests/artifacts/`` (git-ignored). The browser is never downloaded:
+``/usr/bin/chromium`` (``scripts/ensure-chromium.sh``) or the module is skipped.
+
+The steps share one JupyterLab, kernel and page (module fixture) and run in file order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "browser test needs Debian chromium at /usr/bin/chromium (scripts/ensure-chromium.sh installs it)",
+        allow_module_level=True,
+    )
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+import nbformat  # noqa: E402
+from playwright import sync_api  # noqa: E402
+
+from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+
+from .jupyter_servers import RunningServer, jupyter  # noqa: E402
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+CHUNK_DELAY = 0.05  # seconds between streamed chunks (one word each): slow enough to watch
+NOTEBOOK = "browser_demo.ipynb"
+WIDGET_ERROR = "Error displaying widget"
+
+CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_SLOW = range(6)
+CELL_SOURCES = [
+    "%load_ext agentik_jupyter",
+    "import pandas as pd\n"
+    "sales = pd.DataFrame({'region': ['north', 'south', 'east'], 'units': [1, 2, 3]})\nsales.shape",
+    "%%agent\nSummarise the sales data in one paragraph.",
+    "%agent panel",
+    "%%agent\nAdd up the units by running code.",
+    # a slow link to the kernel (a remote hub, a loaded machine): each text-box update takes 0.3 s
+    "import time\nfrom ipywidgets import Text\n_set_state = Text.set_state\n"
+    "Text.set_state = lambda self, state: (time.sleep(0.3), _set_state(self, state))[1]",
+]
+
+
+def words(prefix: str, n: int, end: str) -> str:
+    return " ".join([prefix, *(f"w{i}" for i in range(n)), end])
+
+
+FIRST_ANSWER = words("Streaming answer:", 40, "END-FIRST")
+SEND_QUESTION = "Follow-up typed in the panel"
+SEND_ANSWER = words("Panel answer:", 12, "END-SEND")
+ENTER_QUESTION = "Another follow-up, sent with Enter"
+ENTER_ANSWER = words("Enter answer:", 12, "END-ENTER")
+LONG_QUESTION = "Write a very long essay."
+LONG_ANSWER = words("Long essay:", 600, "END-LONG")
+APPROVE_QUESTION = "What is the total of units? Run code."
+APPROVE_CODE = "total = int(sales['units'].sum())\nprint('TOTAL', total)"
+APPROVE_ANSWER = "The total is **6** units. END-APPROVED"
+DENY_QUESTION = "Delete my files."
+DENY_CODE = "import shutil\nshutil.rmtree('/definitely/not/here')"
+DENY_ANSWER = "Understood, I did not run it. END-DENIED"
+CELL_CODE = "print('FROM CELL', len(sales))"
+CELL_ANSWER = "The frame has 3 rows. END-CELL"
+AFTER_CELL_QUESTION = "One more from the panel."
+AFTER_CELL_CODE = "print('AFTER CELL', sales['units'].max())"
+AFTER_CELL_ANSWER = "The max is 3. END-AFTER"
+TYPED_QUESTION = "typed key by key then Enter"
+TYPED_ANSWER = "Got all of it. END-TYPED"
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@dataclass
+class Lab:
+    srv: FakeLLMServer
+    server: RunningServer
+    page: Any  # playwright Page
+    console: list[str] = field(default_factory=list)
+
+    def cell(self, index: int) -> Any:
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def output(self, index: int) -> Any:
+        return self.cell(index).locator(".jp-Cell-outputArea").first
+
+    @property
+    def panel(self) -> Any:
+        return self.output(CELL_PANEL)
+
+    def text(self, locator: Any) -> str:
+        return str(locator.inner_text(timeout=5_000))
+
+    def shot(self, name: str, at: Any = None) -> Path:
+        """Screenshot the window (JupyterLab scrolls inside it), `at` scrolled into view first."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / name
+        if at is not None:
+            at.scroll_into_view_if_needed(timeout=5_000)
+        self.page.screenshot(path=str(path), timeout=10_000)
+        return path
+
+    def wait(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+        """`wait_until`, with a screenshot (tests/artifacts/failed.png) when it times out."""
+        try:
+            return wait_until(predicate, timeout, what)
+        except AssertionError:
+            try:
+                self.shot("failed.png")
+            except Exception:
+                pass
+            raise
+
+    def no_widget_errors(self) -> None:
+        body = self.text(self.page.locator(".jp-Notebook"))
+        assert WIDGET_ERROR not in body, body[-2000:]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll `predicate` until it returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = predicate()
+        except AssertionError:
+            raise
+        except Exception as exc:  # a locator detached while the widget re-rendered
+            last = exc
+        if last and not isinstance(last, Exception):
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+def write_notebook(root: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELL_SOURCES]
+    nbformat.write(nb, root / NOTEBOOK)
+
+
+def quiet_lab_settings(home: Path) -> None:
+    """No "get notified about Jupyter news?" toast over the screenshots (user settings in the temp HOME)."""
+    settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    tmp = tmp_path_factory.mktemp("browser")
+    root, home = tmp / "root", tmp / "home"
+    root.mkdir()
+    write_notebook(root)
+    quiet_lab_settings(home)
+    (ARTIFACTS / "failed.png").unlink(missing_ok=True)  # from an earlier run
+    srv = FakeLLMServer(chunk_delay=CHUNK_DELAY).start()
+    venv_bin = str(Path(sys.executable).parent)
+    env = {
+        **srv.env(),
+        "AGENTIK_DB_PATH": str(tmp / "sessions.agentik.db"),
+        "AGENTIK_APPROVAL_TIMEOUT": "120",  # never hang forever if a click is lost
+        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+    }
+    with contextlib.ExitStack() as stack:
+        stack.callback(srv.stop)
+        # The kernel must ask before run_code and must not wait in the cell: clear any
+        # AGENTIK_* the test runner has (AGENTIK_APPROVE=auto, AGENTIK_WAIT=1 for nbval...).
+        with pytest.MonkeyPatch.context() as mp:
+            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
+                mp.delenv(name)
+            server = stack.enter_context(jupyter(root, home, app="lab", env=env, timeout=60))
+        # registered before the browser, so it runs after the browser has closed
+        stack.callback(lambda: save_artifact("jupyterlab.log", server.log()))
+        playwright = stack.enter_context(sync_api.sync_playwright())
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
+        stack.callback(browser.close)
+        page = browser.new_page(viewport={"width": 1280, "height": 1300})
+        page.set_default_timeout(15_000)
+        lab = Lab(srv, server, page)
+        stack.callback(lambda: save_artifact("console.log", "\n".join(lab.console) + "\n"))
+        page.on("console", lambda m: lab.console.append(f"{m.type}: {m.text}")
+                if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
+        yield lab
+
+
+def save_artifact(name: str, text: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / name).write_text(text)
+
+
+def panel_idle(lab: Lab) -> None:
+    """The panel's Stop button is disabled again (no turn running)."""
+    lab.wait(lambda: lab.panel.get_by_role("button", name="Stop").is_disabled(), 15, "the panel to be idle")
+
+
+def panel_send(lab: Lab, text: str, *, enter: bool = False) -> None:
+    panel_idle(lab)
+    box = lab.panel.get_by_placeholder("Ask the agent")
+    box.click()
+    if enter:
+        box.fill(text)  # one input event, like a paste (typing key by key races: see test_8)
+        box.press("Enter")
+    else:
+        box.fill(text)
+        lab.panel.get_by_role("button", name="Send").click()
+
+
+def last_user_text(lab: Lab) -> str:
+    request = lab.srv.last_request
+    return request.last_user_text() if request else ""
+
+
+def tool_messages(lab: Lab) -> list[dict[str, Any]]:
+    """The tool results the model was sent in the last request (OpenAI wire format)."""
+    request = lab.srv.last_request
+    assert request is not None and isinstance(request.body, dict)
+    return [m for m in request.body.get("messages", []) if m.get("role") == "tool"]
+
+
+def prompt(lab: Lab, index: int) -> str:
+    return lab.text(lab.cell(index).locator(".jp-InputArea-prompt"))
+
+
+def run_first_cell(lab: Lab) -> None:
+    """Select the first cell and Shift+Enter it, again if the kernel was not connected yet
+    (JupyterLab then skips the cell silently: its prompt stays `[ ]`)."""
+    for attempt in range(3):
+        lab.cell(CELL_LOAD).locator(".jp-InputArea-prompt").click()  # select it, command mode
+        lab.page.keyboard.press("Shift+Enter")
+        try:
+            wait_until(lambda: "[ ]" not in prompt(lab, CELL_LOAD), 5, "the first cell to run")
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+# ---------------------------------------------------------------- the flow
+
+
+def test_1_cell_answer_streams(lab: Lab) -> None:
+    lab.srv.push(Reply.text(FIRST_ANSWER))
+    page = lab.page
+    page.goto(f"{lab.server.url}/lab/tree/{NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
+    page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=30_000)
+    run_first_cell(lab)
+    for _ in range(CELL_PANEL):  # run the next three cells; the fifth stays for later
+        page.keyboard.press("Shift+Enter")
+    out = lab.output(CELL_AGENT)
+
+    partial = lab.wait(
+        lambda: (t := lab.text(out)) and "Streaming answer:" in t and "END-FIRST" not in t and t,
+        30, "a partial streamed answer in the %%agent cell",
+    )
+    lab.shot("streaming.png", at=out)
+    lab.wait(lambda: "END-FIRST" in lab.text(out), 20, "the full answer in the %%agent cell")
+    full = lab.text(out)
+    assert len(full) > len(partial)
+    for word in FIRST_ANSWER.split():
+        assert word in full
+    lab.wait(lambda: "✓ Done" in lab.text(out), 10, "the cell's status to say Done")
+    assert lab.srv.requests[0].last_user_text().strip() == CELL_SOURCES[CELL_AGENT].split("\n", 1)[1]
+    # the DataFrame made it into the context the model was sent
+    assert "sales" in json.dumps(lab.srv.requests[0].body)
+    lab.wait(lambda: lab.panel.get_by_placeholder("Ask the agent").is_visible(), 20, "the chat panel")
+    lab.no_widget_errors()
+    lab.shot("streamed.png", at=lab.output(CELL_AGENT))
+
+
+def test_2_panel_send_button(lab: Lab) -> None:
+    lab.srv.push(Reply.text(SEND_ANSWER))
+    panel_send(lab, SEND_QUESTION)
+    lab.wait(lambda: "END-SEND" in lab.text(lab.panel), 20, "the panel's answer after Send")
+    assert last_user_text(lab) == SEND_QUESTION
+    text = lab.text(lab.panel)
+    assert SEND_QUESTION in text and "Streaming answer:" in text  # the whole conversation is there
+    assert lab.panel.get_by_placeholder("Ask the agent").input_value() == ""  # the box was cleared
+    panel_idle(lab)
+
+
+def test_3_panel_enter_sends(lab: Lab) -> None:
+    lab.srv.push(Reply.text(ENTER_ANSWER))
+    panel_send(lab, ENTER_QUESTION, enter=True)
+    lab.wait(lambda: "END-ENTER" in lab.text(lab.panel), 20, "the panel's answer after Enter")
+    assert last_user_text(lab) == ENTER_QUESTION  # all of the typed text, not a stale prefix
+    panel_idle(lab)
+    lab.wait(lambda: "✓ Done" in lab.text(lab.panel.locator(".agentik-status")), 5, "Done in the panel")
+    lab.no_widget_errors()
+    lab.shot("panel.png", at=lab.panel.get_by_role("button", name="Send"))
+
+
+def test_4_stop_a_long_answer(lab: Lab) -> None:
+    lab.srv.push(Reply.text(LONG_ANSWER))
+    panel_send(lab, LONG_QUESTION)
+    panel = lab.panel
+    streaming = " ".join(LONG_ANSWER.split()[:14])  # "Long essay: w0 ... w11"
+    lab.wait(lambda: streaming in lab.text(panel), 20, "the long answer to stream")
+    stop = panel.get_by_role("button", name="Stop")
+    assert stop.is_enabled()
+    stop.click()
+    clicked = time.monotonic()
+    lab.wait(lambda: "Stopped" in lab.text(panel.locator(".agentik-status")), 5, "the status to say Stopped")
+    assert time.monotonic() - clicked < 3
+    before = len(lab.text(panel))
+    time.sleep(1.0)
+    after = len(lab.text(panel))
+    assert after == before, f"the answer kept growing after Stop ({before} -> {after} characters)"
+    assert "END-LONG" not in lab.text(panel)
+    assert stop.is_disabled()
+    lab.shot("stopped.png", at=lab.panel.get_by_role("button", name="Send"))
+
+
+def test_5_approve_run_code_in_panel(lab: Lab) -> None:
+    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": APPROVE_CODE}}]), Reply.text(APPROVE_ANSWER))
+    panel_send(lab, APPROVE_QUESTION)
+    panel = lab.panel
+    approve = panel.get_by_role("button", name="Approve")
+    approve.wait_for(state="visible", timeout=20_000)
+    code = panel.locator("code.language-python").last
+    assert code.inner_text() == APPROVE_CODE  # exactly the code that will run
+    assert "Approve?" in lab.text(panel)
+    assert panel.get_by_role("button", name="Deny").is_visible()
+    lab.shot("approval.png", at=approve)
+    approve.click()
+    lab.wait(lambda: "END-APPROVED" in lab.text(panel), 20, "the answer after Approve")
+    text = lab.text(panel)
+    assert "✓ Approved" in text
+    assert "✓ run_code(" in text  # the tool card's title
+    results = tool_messages(lab)
+    assert results and "TOTAL 6" in json.dumps(results[-1])  # it really ran in the kernel
+    title = panel.get_by_text("✓ run_code(", exact=False).last
+    title.click()  # expand the card
+    lab.wait(lambda: "TOTAL 6" in lab.text(panel), 5, "the tool card's result when expanded")
+    # Markdown in the answer is rendered, not shown raw
+    assert panel.locator("strong", has_text="6").count() >= 1
+    panel_idle(lab)
+    lab.no_widget_errors()
+    lab.shot("approved.png", at=lab.panel.get_by_role("button", name="Send"))
+
+
+def test_6_deny_run_code_in_panel(lab: Lab) -> None:
+    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": DENY_CODE}}]), Reply.text(DENY_ANSWER))
+    panel_send(lab, DENY_QUESTION)
+    panel = lab.panel
+    deny = panel.get_by_role("button", name="Deny")
+    deny.wait_for(state="visible", timeout=20_000)
+    assert panel.locator("code.language-python").last.inner_text() == DENY_CODE
+    deny.click()
+    lab.wait(lambda: "END-DENIED" in lab.text(panel), 20, "the answer after Deny")
+    assert "✗ Denied" in lab.text(panel)
+    results = tool_messages(lab)
+    assert results and "did not approve" in results[-1]["content"]  # the model was told
+    panel_idle(lab)
+    lab.no_widget_errors()
+
+
+def test_7_approve_in_agent_cell_then_panel(lab: Lab) -> None:
+    """Approval in a `%%agent` cell's own view; then a panel turn must ask in the panel again."""
+    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": CELL_CODE}}]), Reply.text(CELL_ANSWER))
+    lab.cell(CELL_APPROVE).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    out = lab.output(CELL_APPROVE)
+    approve = out.get_by_role("button", name="Approve")
+    approve.wait_for(state="visible", timeout=20_000)
+    assert out.locator("code.language-python").last.inner_text() == CELL_CODE
+    lab.shot("approval_cell.png", at=approve)
+    approve.click()
+    lab.wait(lambda: "END-CELL" in lab.text(out), 20, "the cell's answer after Approve")
+    lab.wait(lambda: "✓ Done" in lab.text(out), 10, "the cell's status to say Done")
+    assert "FROM CELL 3" in json.dumps(tool_messages(lab)[-1])
+
+    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": AFTER_CELL_CODE}}]),
+                 Reply.text(AFTER_CELL_ANSWER))
+    panel_send(lab, AFTER_CELL_QUESTION)
+    approve = lab.panel.get_by_role("button", name="Approve")
+    approve.wait_for(state="visible", timeout=20_000)
+    approve.click()
+    lab.wait(lambda: "END-AFTER" in lab.text(lab.panel), 20, "the panel's answer after the cell turn")
+    assert "AFTER CELL 3" in json.dumps(tool_messages(lab)[-1])
+    lab.no_widget_errors()
+    lab.shot("final.png")
+
+
+def test_8_enter_right_after_typing_sends_all_of_the_text(lab: Lab) -> None:
+    """Keep this test last: it leaves the kernel's Text widgets slowed down."""
+    lab.srv.push(Reply.text(TYPED_ANSWER))
+    panel_idle(lab)
+    lab.cell(CELL_SLOW).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    lab.wait(lambda: re.search(r"\[\d+\]", prompt(lab, CELL_SLOW)), 10, "the slow-link cell to run")
+    box = lab.panel.get_by_placeholder("Ask the agent")
+    box.click()
+    box.press_sequentially(TYPED_QUESTION[:-1], delay=30)  # ~30 keys a second, a quick typist
+    box.press_sequentially(TYPED_QUESTION[-1])  # the last key and Enter back to back
+    box.press("Enter")
+    lab.wait(lambda: "END-TYPED" in lab.text(lab.panel), 20, "the answer to the typed question")
+    sent = last_user_text(lab)
+    lab.shot("typed.png", at=lab.panel.get_by_role("button", name="Send"))
+    assert sent == TYPED_QUESTION, f"the model was sent {sent!r}, the user typed {TYPED_QUESTION!r}"
