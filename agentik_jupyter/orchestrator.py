@@ -54,6 +54,7 @@ MAX_ITERATIONS = 8
 MAX_RESULT_CHARS = 20_000
 MAX_ITERATIONS_MESSAGE = "Reached maximum iteration limit"
 INTERRUPTED = "interrupted"
+AWAITING_APPROVAL = " (awaiting approval)"
 
 Approver = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
 EventListener = Callable[[Event], None]
@@ -257,7 +258,9 @@ class Orchestrator:
                 tool_call_id=call.id, name=call.name, error=f"The tool '{call.name}' is disabled (policy: deny)."
             )
         if definition.policy == "ask":
+            self.agent_store.set_active_tool(call.name + AWAITING_APPROVAL)
             approved = await self.approver(call, definition) if self.approver else False
+            self.agent_store.set_active_tool(call.name)
             if not approved:
                 return ToolResult(
                     tool_call_id=call.id,

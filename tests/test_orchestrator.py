@@ -249,3 +249,20 @@ async def test_empty_and_repeated_call_ids_are_made_unique() -> None:
     ids = [c.id for c in chat.messages[0].tool_calls]
     assert len(set(ids)) == 2 and all(ids)
     assert [m.tool_result.tool_call_id for m in chat.messages if m.role == "tool"] == ids
+
+
+async def test_status_says_when_a_tool_waits_for_approval() -> None:
+    from agentik_jupyter.orchestrator import AWAITING_APPROVAL
+
+    reg = ToolRegistry()
+    reg.add(ToolDefinition(name="run_code", policy="ask", execute=lambda: "ran"))
+    seen: list[str | None] = []
+
+    async def approver(call, definition) -> bool:
+        seen.append(agent.active_tool)
+        return True
+
+    orch, _, chat, agent, _ = make([Step.call("run_code"), Step.say("ok")], reg, approver=approver)
+    await orch.run(user())
+    assert seen == ["run_code" + AWAITING_APPROVAL]
+    assert chat.messages[1].tool_result.result == "ran"

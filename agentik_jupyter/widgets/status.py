@@ -8,6 +8,7 @@ from typing import Callable
 
 from ipywidgets import HTML, Button, HBox, Layout
 
+from ..orchestrator import AWAITING_APPROVAL
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
 from .markdown import escape
@@ -80,7 +81,11 @@ class StatusLine:
             return " · ".join(p for p in parts if p)
         state = self._store.get()
         if state.status == "processing":
-            doing = f"⚙ Running {state.active_tool}…" if state.active_tool else "⚙ Running a tool…"
+            tool = state.active_tool or ""
+            if tool.endswith(AWAITING_APPROVAL):
+                doing = f"⏸ Waiting for your approval to run {tool[: -len(AWAITING_APPROVAL)]}…"
+            else:
+                doing = f"⚙ Running {tool}…" if tool else "⚙ Running a tool…"
         elif state.status == "responding":
             doing = "✎ Responding…"
         elif state.status == "error":

@@ -175,7 +175,7 @@ class TurnView:
         return transcript_bundle(
             self._turn_messages, question=self.question, status=self.reason, usage=self.usage,
             error=self.body.errors[-1] if self.body.errors else None,
-            title=self.session.title, elapsed_s=elapsed,
+            elapsed_s=elapsed,
         )
 
     def _show_in_output(self, bundle: dict[str, Any]) -> None:
