@@ -61,6 +61,12 @@ class ServerTransport:
         except httpx2.HTTPError as exc:
             raise ProviderConnectionError(f"Could not reach the Jupyter server route: {exc}") from None
         data = _json(resp)
+        if resp.status_code in (401, 403):
+            raise ProviderError(
+                f"The Jupyter server refused the agent's request ({resp.status_code}): the server token "
+                "this kernel found is wrong or missing. Unset AGENTIK_TRANSPORT to call the provider directly.",
+                status=resp.status_code,
+            )
         if resp.status_code != 200:
             message = data.get("message") or data.get("error") or resp.text[:200]
             if data.get("error") == "Missing configuration":

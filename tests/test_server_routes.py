@@ -103,3 +103,30 @@ def test_sessions_api_lists_and_pages_history(server: RunningServer) -> None:
     assert r.status_code == 400
     r = httpx2.get(f"{server.url}/agentik/api/sessions", params={"path": "none.ipynb"}, headers=headers)
     assert r.json() == {"sessions": []}
+
+
+async def test_a_turn_through_the_server_transport(server: RunningServer, llm: FakeLLMServer) -> None:
+    from agentik_jupyter.registry import ToolRegistry, tool
+    from agentik_jupyter.session import Session
+    from agentik_jupyter.transport import ServerTransport
+
+    reg = ToolRegistry()
+
+    @tool(registry=reg)
+    def row_count(table: str) -> int:
+        """Rows in a table."""
+        return 42
+
+    llm.push(Reply.tool_calls([{"name": "row_count", "args": {"table": "sales"}}]), Reply.text("It has 42 rows."))
+    session = Session(ServerTransport(server.url, server.token), reg, temporary=True)
+    outcome = await session.send("How many rows?")
+    assert outcome.reason == "complete" and session.chat_store.messages[-1].content == "It has 42 rows."
+    sent = llm.requests[-1].body
+    assert sent["tools"][0]["function"]["name"] == "row_count"
+    assert any(m.get("role") == "tool" and m.get("content") == "42" for m in sent["messages"])
+    llm.push(Reply.fault("401"))
+    failed = await session.send("again")
+    assert failed.reason == "error" and "401" in (failed.error or "") and FAKE_API_KEY not in (failed.error or "")
+    bad = Session(ServerTransport(server.url, "wrong-token"), reg, temporary=True)
+    denied = await bad.send("hi")
+    assert denied.reason == "error" and "refused the agent's request (403)" in (denied.error or "")
