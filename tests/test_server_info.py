@@ -1,0 +1,32 @@
+"""How a kernel finds the Jupyter server that started it (for AGENTIK_TRANSPORT=server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentik_jupyter.kernel.server_info import find_server
+from agentik_jupyter.transport import InProcessTransport, ServerTransport, default_transport
+
+
+def test_reads_the_runtime_file_of_the_parent_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "jpserver-4242.json").write_text(json.dumps({"url": "http://127.0.0.1:8888/", "token": "t0k"}))
+    info = find_server({"JPY_PARENT_PID": "4242"})
+    assert info is not None and info.url == "http://127.0.0.1:8888" and info.token == "t0k"
+    assert find_server({"JPY_PARENT_PID": "1"}) is None
+    assert find_server({}) is None
+
+
+def test_default_transport_follows_agentik_transport(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "jpserver-77.json").write_text(json.dumps({"url": "http://127.0.0.1:9999/", "token": ""}))
+    monkeypatch.setenv("JPY_PARENT_PID", "77")
+    monkeypatch.delenv("AGENTIK_TRANSPORT", raising=False)
+    assert isinstance(default_transport(), InProcessTransport)
+    monkeypatch.setenv("AGENTIK_TRANSPORT", "server")
+    transport = default_transport("m")
+    assert isinstance(transport, ServerTransport) and transport.base_url == "http://127.0.0.1:9999"
+    assert transport.token is None and transport.model == "m"
