@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/quickstart.ipynb
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/quickstart.ipynb
 
 test: $(STAMP)
 	bash scripts/ensure-chromium.sh
