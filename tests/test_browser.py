@@ -12,7 +12,11 @@ The flow a data scientist goes through, clicked and typed in the real UI:
    denial back to the model, which answers; and the same in a ``%%agent`` cell's own view,
    followed by one more approval from the panel;
 6. Enter pressed right after typing over a slow kernel link sends all of
-   the text.
+   the text;
+7. a saved notebook opened without running it: the JupyterLab extension draws each turn's
+   transcript (question, Markdown answer, tool cards) and no HTML from the payload runs;
+8. the "Agent sessions" sidebar lists the sessions in the notebook's ``.agentik.db``, and a
+   click shows one's history, a page at a time ("Load earlier").
 
 Screenshots land in ``tests/artifacts/`` (git-ignored). The browser is never downloaded:
 ``/usr/bin/chromium`` (``scripts/ensure-chromium.sh``) or the module is skipped.
@@ -26,6 +30,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -47,7 +52,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 import nbformat  # noqa: E402
 from playwright import sync_api  # noqa: E402
 
+from agentik_jupyter.persistence import SessionDB  # noqa: E402
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.types import (  # noqa: E402
+    AssistantMessage,
+    ToolCall,
+    ToolCallRecord,
+    ToolResult,
+    ToolResultRecord,
+    UserMessage,
+)
 
 from .jupyter_servers import RunningServer, jupyter  # noqa: E402
 
@@ -98,6 +112,34 @@ AFTER_CELL_CODE = "print('AFTER CELL', sales['units'].max())"
 AFTER_CELL_ANSWER = "The max is 3. END-AFTER"
 TYPED_QUESTION = "typed key by key then Enter"
 TYPED_ANSWER = "Got all of it. END-TYPED"
+
+QUICKSTART = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"
+SAVED_NOTEBOOK = "saved_transcripts.ipynb"
+HISTORY_NOTEBOOK = "with_history.ipynb"
+TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
+TRANSCRIPT = ".jp-Notebook .jp-AgentikTranscript"
+PWNED = "window.__agentik_pwned"
+# A tampered notebook: every string of the payload tries to inject HTML or script.
+HOSTILE_QUESTION = 'Is <b>this</b> bold? <script>window.__agentik_pwned = "question"</script>'
+HOSTILE_ANSWER = (
+    "Rendered **Markdown** END-HOSTILE <img src=x onerror=\"window.__agentik_pwned = 'answer'\">"
+    " <script>window.__agentik_pwned = 'script'</script> ![pixel](http://127.0.0.1:9/pixel.png)"
+)
+HOSTILE_TRANSCRIPT = {
+    "version": 1, "title": None, "status": "complete",
+    "usage": {"input_tokens": 10, "output_tokens": 5}, "elapsed_s": 0.25,
+    "entries": [
+        {"role": "user", "content": HOSTILE_QUESTION},
+        {"role": "tool", "id": "call_x", "name": "inspect_variable", "args": {"name": "<i>x</i>"},
+         "result": "<script>window.__agentik_pwned = 'result'</script>", "truncated": 0, "error": None,
+         "duration_ms": 3.0,
+         "display": {"text/html": "<table><tr><td>cell-ok</td></tr></table>"
+                                  "<img src=x onerror=\"window.__agentik_pwned = 'display'\">"}},
+        {"role": "assistant", "content": HOSTILE_ANSWER},
+        {"role": "error", "message": "<b>not bold</b> error text"},
+    ],
+}
+HISTORY_TURNS = 30  # two audit rows each: more than one page (50 rows) of history
 
 
 # ---------------------------------------------------------------- fixtures
@@ -166,6 +208,37 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval
         time.sleep(interval)
 
 
+def write_saved_notebooks(root: Path) -> None:
+    """The quickstart with its saved outputs plus one tampered transcript; an empty notebook
+    whose sessions file holds two sessions, one longer than a page."""
+    shutil.copy(QUICKSTART, root / SAVED_NOTEBOOK)
+    nb = nbformat.read(root / SAVED_NOTEBOOK, as_version=4)
+    hostile = nbformat.v4.new_code_cell("%%agent --wait\nA tampered transcript")
+    hostile.outputs = [nbformat.v4.new_output(
+        "display_data", data={"text/plain": "tampered", TRANSCRIPT_MIME: HOSTILE_TRANSCRIPT})]
+    nb.cells.append(hostile)
+    nbformat.write(nb, root / SAVED_NOTEBOOK)
+
+    empty = nbformat.v4.new_notebook()
+    empty.metadata["kernelspec"] = nb.metadata["kernelspec"]
+    empty.cells = [nbformat.v4.new_code_cell("%load_ext agentik_jupyter")]
+    nbformat.write(empty, root / HISTORY_NOTEBOOK)
+    with SessionDB(root / HISTORY_NOTEBOOK.replace(".ipynb", ".agentik.db")) as db:
+        long = db.create_conversation("Long sales session")
+        for i in range(HISTORY_TURNS):
+            turn = db.begin_turn(long.id, UserMessage(content=f"History question {i}"))
+            db.append(long.id, turn, AssistantMessage(content=f"History answer {i} with *emphasis*."))
+        turn = db.begin_turn(long.id, UserMessage(content="Describe <b>sales</b>"))
+        call = ToolCall(id="call_h1", name="describe_dataframe", args={"name": "sales"})
+        db.append(long.id, turn, ToolCallRecord(call=call))
+        db.append(long.id, turn, ToolResultRecord(result=ToolResult(
+            tool_call_id=call.id, name=call.name, result="sales: 100 rows x 3 columns", duration_ms=12.0)))
+        db.append(long.id, turn, AssistantMessage(
+            content="The frame has **100 rows**. END-HISTORY <img src=x onerror=\"window.__agentik_pwned = 'history'\">"))
+        short = db.create_conversation("Short session")
+        db.begin_turn(short.id, UserMessage(content="Only question"))
+
+
 def write_notebook(root: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -186,6 +259,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
     write_notebook(root)
+    write_saved_notebooks(root)
     quiet_lab_settings(home)
     (ARTIFACTS / "failed.png").unlink(missing_ok=True)  # from an earlier run
     srv = FakeLLMServer(chunk_delay=CHUNK_DELAY).start()
@@ -419,7 +493,7 @@ def test_7_approve_in_agent_cell_then_panel(lab: Lab) -> None:
 
 
 def test_8_enter_right_after_typing_sends_all_of_the_text(lab: Lab) -> None:
-    """Keep this test last: it leaves the kernel's Text widgets slowed down."""
+    """Keep this the last step in the demo notebook: it leaves the kernel's Text widgets slowed down."""
     lab.srv.push(Reply.text(TYPED_ANSWER))
     panel_idle(lab)
     lab.cell(CELL_SLOW).locator(".jp-InputArea-prompt").click()
@@ -434,3 +508,85 @@ def test_8_enter_right_after_typing_sends_all_of_the_text(lab: Lab) -> None:
     sent = last_user_text(lab)
     lab.shot("typed.png", at=lab.panel.get_by_role("button", name="Send"))
     assert sent == TYPED_QUESTION, f"the model was sent {sent!r}, the user typed {TYPED_QUESTION!r}"
+
+
+def open_notebook(lab: Lab, name: str) -> None:
+    lab.page.goto(f"{lab.server.url}/lab/tree/{name}?reset&token={lab.server.token}", timeout=30_000)
+    lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+
+
+def test_9_saved_transcripts_render_without_a_kernel(lab: Lab) -> None:
+    open_notebook(lab, SAVED_NOTEBOOK)
+    page = lab.page
+    saved = nbformat.read(lab.server.root / SAVED_NOTEBOOK, as_version=4)
+    expected = sum(TRANSCRIPT_MIME in o.get("data", {}) for c in saved.cells for o in c.get("outputs", []))
+    transcripts = page.locator(TRANSCRIPT)
+    # the class is the extension's own (the text/html fallback beside it says agentik-transcript)
+    lab.wait(lambda: transcripts.count() == expected, 30, f"{expected} transcripts drawn by the extension")
+
+    described = transcripts.filter(has_text="Describe the sales DataFrame for me.")
+    assert described.locator(".agentik-question").inner_text() == "Describe the sales DataFrame for me."
+    card = described.locator("details.agentik-tool")
+    assert card.count() == 1 and card.get_attribute("open") is None  # collapsed
+    card.locator(":scope > summary").click()
+    lab.wait(lambda: card.locator(".agentik-preview table").is_visible(), 5, "the tool card's table when opened")
+    assert "describe_dataframe" in lab.text(card.locator(":scope > summary"))
+    assert "✓ Done" in lab.text(described.locator(".agentik-status"))
+    hello = transcripts.filter(has_text="Hello! What can you do?")
+    assert hello.locator(".agentik-assistant em", has_text="describe").count() == 1  # Markdown rendered
+    lab.shot("transcript.png", at=card)
+
+    hostile = transcripts.filter(has_text="END-HOSTILE")
+    hostile.locator("details.agentik-tool > summary").click()
+    hostile.locator(".agentik-preview").wait_for(state="visible", timeout=5_000)
+    time.sleep(0.5)  # give any injected handler the chance to run
+    assert page.evaluate(PWNED) is None
+    assert hostile.locator("script, [onerror], img").count() == 0
+    assert lab.text(hostile.locator(".agentik-question")) == HOSTILE_QUESTION  # shown as text
+    assert hostile.locator(".agentik-question b").count() == 0
+    assert hostile.locator(".agentik-assistant strong", has_text="Markdown").count() == 1
+    assert hostile.locator(".agentik-assistant a", has_text="🖼").count() == 1  # the image became a link
+    assert "<i>x</i>" in lab.text(hostile.locator("details.agentik-tool pre").first)
+    assert "cell-ok" in lab.text(hostile.locator(".agentik-preview"))
+    assert lab.text(hostile.locator(".agentik-error")) == "⚠ <b>not bold</b> error text"
+    lab.shot("transcript_hostile.png", at=hostile)
+
+
+def test_10_sessions_sidebar_lists_and_pages_history(lab: Lab) -> None:
+    open_notebook(lab, HISTORY_NOTEBOOK)
+    page = lab.page
+    page.locator('.jp-SideBar [data-id="agentik-sessions"]').click()
+    sidebar = page.locator(".jp-AgentikSidebar")
+    sessions = sidebar.locator("button.agentik-session")
+    lab.wait(lambda: sessions.count() == 2, 15, "two sessions in the sidebar")
+    assert HISTORY_NOTEBOOK in lab.text(sidebar.locator(".agentik-sidebar-notebook"))
+    assert "Short session" in lab.text(sessions.nth(0))  # most recently updated first
+    assert "Long sales session" in lab.text(sessions.nth(1))
+    assert f"{HISTORY_TURNS * 2 + 2} messages" in lab.text(sessions.nth(1))
+    lab.shot("sessions.png")
+
+    sessions.nth(1).click()
+    history = sidebar.locator(".agentik-history")
+    lab.wait(lambda: "END-HISTORY" in lab.text(history), 15, "the latest page of the session's history")
+    text = lab.text(history)
+    assert "History question 29" in text and "History question 0" not in text
+    assert history.locator(".agentik-question", has_text="Describe <b>sales</b>").count() == 1
+    card = history.locator("details.agentik-tool")
+    assert card.count() == 1
+    card.locator(":scope > summary").click()
+    lab.wait(lambda: "sales: 100 rows x 3 columns" in lab.text(card), 5, "the tool result in its card")
+    assert "describe_dataframe" in lab.text(card.locator(":scope > summary"))
+    assert history.locator(".agentik-assistant strong", has_text="100 rows").count() == 1
+    assert history.locator("script, [onerror], img").count() == 0 and page.evaluate(PWNED) is None
+    lab.shot("sessions_history.png")
+
+    earlier = sidebar.get_by_role("button", name="Load earlier")
+    assert earlier.is_visible()
+    earlier.click()
+    lab.wait(lambda: "History question 0" in lab.text(history), 15, "the earlier page of history")
+    assert not earlier.is_visible()  # nothing older left
+    assert lab.text(history).index("History question 0") < lab.text(history).index("END-HISTORY")
+    assert lab.text(history).count("History question 12") == 1  # no row shown twice
+    lab.shot("sessions_earlier.png", at=history.locator(".agentik-question", has_text="History question 0"))
+    sidebar.get_by_role("button", name="‹ All sessions").click()
+    lab.wait(lambda: sessions.count() == 2, 10, "the session list again")

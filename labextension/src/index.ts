@@ -1,0 +1,36 @@
+/**
+ * agentik-jupyter: the "Agent sessions" sidebar. The transcript renderer is the
+ * package's MIME extension (renderer.ts).
+ */
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+
+import { SessionsSidebar } from './sidebar';
+
+const sessionsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'agentik-jupyter:sessions',
+  description: 'A left-area panel listing the agent sessions saved beside the current notebook.',
+  autoStart: true,
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  optional: [ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const sidebar = new SessionsSidebar(rendermime);
+    const follow = (panel: NotebookPanel | null): void => sidebar.setNotebook(panel?.context.localPath ?? null);
+    const followCurrent = (): void => follow(notebooks.currentWidget);
+    notebooks.currentChanged.connect((_, panel) => {
+      follow(panel);
+      panel?.context.pathChanged.connect(followCurrent);
+    });
+    follow(notebooks.currentWidget);
+    app.shell.add(sidebar, 'left', { rank: 650 });
+    restorer?.add(sidebar, sidebar.id);
+  }
+};
+
+export default [sessionsPlugin];

@@ -1,0 +1,233 @@
+/**
+ * The transcript of a finished `%%agent` turn, drawn from its
+ * `application/vnd.agentik.transcript+json` payload.
+ *
+ * Every string in the payload is untrusted. Text goes in as text; the answer's
+ * Markdown goes through JupyterLab's renderMarkdown as untrusted source, so the
+ * application's sanitizer cleans it, and images in it become links so that an
+ * answer cannot make the browser fetch a URL by itself. Tool previews
+ * (`display["text/html"]`) pass the same sanitizer again.
+ */
+import { IRenderMime, renderMarkdown } from '@jupyterlab/rendermime';
+import { Widget } from '@lumino/widgets';
+
+import { ITranscript, IToolEntry, IUsage, TRANSCRIPT_MIME, TranscriptEntry } from './api';
+
+/** What rendering Markdown needs: the renderer options or the rendermime registry both fit. */
+export type RenderContext = Pick<
+  IRenderMime.IRendererOptions,
+  'sanitizer' | 'resolver' | 'linkHandler' | 'latexTypesetter' | 'markdownParser'
+>;
+
+const ENDINGS: Record<string, string> = {
+  complete: '✓ Done',
+  max_iterations: '■ Stopped at the tool-call limit',
+  interrupted: '■ Stopped',
+  error: '⚠ Failed'
+};
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
+const BASE64 = /^[A-Za-z0-9+/=\s]*$/;
+const IMG_TAG = /<img\b[^>]*>/gi;
+const SAFE_LINK = /^(https?:|mailto:)/i;
+const TITLE_ARGS_LIMIT = 60;
+
+export function el(tag: string, className = '', text?: string): HTMLElement {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function attribute(tag: string, name: string): string {
+  const match = new RegExp(`\\s${name}="([^"]*)"`, 'i').exec(tag);
+  return match ? match[1] : '';
+}
+
+/** Sanitised HTML (attributes quoted and escaped) with each <img> turned into a link or its alt text. */
+function imagesAsLinks(html: string): string {
+  return html.replace(IMG_TAG, tag => {
+    const src = attribute(tag, 'src');
+    const alt = attribute(tag, 'alt') || src;
+    if (!SAFE_LINK.test(src)) {
+      return alt;
+    }
+    return `<a href="${src}" target="_blank" rel="noopener noreferrer nofollow">🖼 ${alt}</a>`;
+  });
+}
+
+function noImagesSanitizer(base: IRenderMime.ISanitizer): IRenderMime.ISanitizer {
+  return {
+    sanitize: (dirty, options) => imagesAsLinks(base.sanitize(dirty, options)),
+    getAutolink: () => base.getAutolink?.() ?? false,
+    allowNamedProperties: base.allowNamedProperties
+  };
+}
+
+async function markdown(source: string, ctx: RenderContext): Promise<HTMLElement> {
+  const host = el('div', 'agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown');
+  if (!ctx.markdownParser) {
+    host.appendChild(el('pre', '', source));
+    return host;
+  }
+  await renderMarkdown({
+    host,
+    source,
+    trusted: false,
+    sanitizer: noImagesSanitizer(ctx.sanitizer),
+    resolver: ctx.resolver ?? null,
+    linkHandler: ctx.linkHandler ?? null,
+    latexTypesetter: ctx.latexTypesetter ?? null,
+    markdownParser: ctx.markdownParser,
+    shouldTypeset: true
+  });
+  return host;
+}
+
+function argsSummary(args: Record<string, unknown>): string {
+  const inner = Object.entries(args)
+    .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
+    .join(', ');
+  return inner.length <= TITLE_ARGS_LIMIT ? inner : inner.slice(0, TITLE_ARGS_LIMIT - 1) + '…';
+}
+
+function cardTitle(tool: IToolEntry): string {
+  const head = `${tool.name}(${argsSummary(tool.args ?? {})})`;
+  if (tool.error !== null && tool.error !== undefined) {
+    return `✗ ${head} · error`;
+  }
+  if (tool.result === null || tool.result === undefined) {
+    return `⚙ ${head} · no result`;
+  }
+  const ms = typeof tool.duration_ms === 'number' ? ` · ${Math.round(tool.duration_ms).toLocaleString()} ms` : '';
+  return `✓ ${head}${ms}`;
+}
+
+function preview(display: Record<string, string> | null | undefined, ctx: RenderContext): HTMLElement | null {
+  if (!display) {
+    return null;
+  }
+  for (const mime of IMAGE_TYPES) {
+    const data = display[mime];
+    if (typeof data === 'string' && BASE64.test(data)) {
+      const img = el('img', 'agentik-image') as HTMLImageElement;
+      img.alt = 'tool image';
+      img.src = `data:${mime};base64,${data.replace(/\s/g, '')}`;
+      return img;
+    }
+  }
+  const markup = display['text/html'];
+  if (typeof markup === 'string') {
+    const host = el('div', 'agentik-preview jp-RenderedHTMLCommon');
+    host.innerHTML = noImagesSanitizer(ctx.sanitizer).sanitize(markup);
+    return host;
+  }
+  return null;
+}
+
+function section(label: string, text: string, className = ''): HTMLElement[] {
+  return [el('div', 'agentik-label', label), el('pre', className, text)];
+}
+
+function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
+  const card = el('details', 'agentik-tool');
+  card.appendChild(el('summary', '', cardTitle(tool)));
+  card.append(...section('Arguments', JSON.stringify(tool.args ?? {}, null, 2)));
+  if (tool.error !== null && tool.error !== undefined) {
+    card.append(...section('Error', tool.error, 'agentik-error'));
+  } else if (tool.result !== null && tool.result !== undefined) {
+    const rich = preview(tool.display, ctx);
+    if (rich) {
+      card.append(el('div', 'agentik-label', 'Result'), rich);
+      const sent = el('details', 'agentik-sent');
+      sent.append(el('summary', '', 'Text sent to the model'), el('pre', '', tool.result));
+      card.appendChild(sent);
+    } else {
+      card.append(...section('Result', tool.result || '(no output)'));
+    }
+    if (tool.truncated) {
+      card.appendChild(el('div', 'agentik-cut', `… ${tool.truncated.toLocaleString()} more characters not shown`));
+    }
+  } else {
+    card.appendChild(el('div', 'agentik-cut', 'No result was recorded.'));
+  }
+  return card;
+}
+
+/** One node per entry, in order: question, answer (Markdown), tool card, error. */
+export async function renderEntries(entries: TranscriptEntry[], ctx: RenderContext): Promise<HTMLElement[]> {
+  return Promise.all(
+    entries.map(async entry => {
+      switch (entry.role) {
+        case 'user': {
+          const node = el('div', 'agentik-user');
+          node.append(el('span', 'agentik-who', 'You'), el('div', 'agentik-question', entry.content));
+          return node;
+        }
+        case 'assistant':
+          return markdown(entry.content, ctx);
+        case 'tool':
+          return toolCard(entry, ctx);
+        default:
+          return el('div', 'agentik-error', `⚠ ${entry.message}`);
+      }
+    })
+  );
+}
+
+function usageText(usage: IUsage | null | undefined): string {
+  if (!usage || (usage.input_tokens == null && usage.output_tokens == null)) {
+    return '';
+  }
+  const n = (value: number | null | undefined): string => (value ?? 0).toLocaleString();
+  return `${n(usage.input_tokens)} tokens in, ${n(usage.output_tokens)} out`;
+}
+
+function statusText(transcript: ITranscript): string {
+  const elapsed = typeof transcript.elapsed_s === 'number' ? `${transcript.elapsed_s.toFixed(1)} s` : '';
+  return [ENDINGS[transcript.status ?? ''] ?? '', elapsed, usageText(transcript.usage)].filter(Boolean).join(' · ');
+}
+
+export class TranscriptRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private readonly ctx: RenderContext) {
+    super();
+    this.addClass('jp-AgentikTranscript');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const transcript = model.data[TRANSCRIPT_MIME] as unknown as ITranscript | undefined;
+    this.node.replaceChildren();
+    if (!transcript || !Array.isArray(transcript.entries)) {
+      this.node.appendChild(el('div', 'agentik-error', 'This agent transcript could not be read.'));
+      return;
+    }
+    if (transcript.title) {
+      this.node.appendChild(el('div', 'agentik-title', transcript.title));
+    }
+    this.node.append(...(await renderEntries(transcript.entries, this.ctx)));
+    const status = statusText(transcript);
+    if (status) {
+      this.node.appendChild(el('div', 'agentik-status', status));
+    }
+  }
+}
+
+export const rendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [TRANSCRIPT_MIME],
+  defaultRank: 40,
+  createRenderer: options => new TranscriptRenderer(options)
+};
+
+const extension: IRenderMime.IExtension = {
+  id: 'agentik-jupyter:transcript',
+  description: 'Renders agentik_jupyter turn transcripts in notebook outputs.',
+  rendererFactory,
+  rank: 40,
+  dataType: 'json'
+};
+
+export default extension;
