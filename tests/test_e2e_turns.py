@@ -97,3 +97,17 @@ async def test_missing_configuration_is_a_clear_error(monkeypatch: pytest.Monkey
     outcome = await session.send("hi")
     assert outcome.error_code == "configuration"
     assert "LLM_PROVIDER is not set" in (session.chat_store.error or "")
+
+
+async def test_reasoning_arrives_as_reasoning_events_not_answer_text(
+    fake_llm: FakeLLMServer, llm_env: dict[str, str]
+) -> None:
+    fake_llm.push(Reply.text("Paris.", reasoning="The capital of France is Paris."))
+    session, events = make_session()
+    await session.send("Capital of France?")
+    thinking = "".join(e.text for e in events if e.type == "append_text" and e.reasoning)
+    answer = "".join(e.text for e in events if e.type == "append_text" and not e.reasoning)
+    assert thinking == "The capital of France is Paris." and answer == "Paris."
+    types = [e.type for e in events]
+    assert types.index("start_reasoning") < types.index("append_text")
+    assert session.chat_store.messages[-1].content == "Paris."

@@ -220,3 +220,22 @@ def test_transcript_bundle_for_a_whole_conversation() -> None:
     bundle = transcript_bundle(messages, title="T")
     assert bundle["text/plain"] == "You: q\nAgent: a"
     assert bundle[TRANSCRIPT_MIME]["title"] == "T" and bundle[TRANSCRIPT_MIME]["status"] is None
+
+
+async def test_reasoning_streams_into_a_collapsed_thinking_section() -> None:
+    from ipywidgets import Accordion
+
+    from agentik_jupyter.types import AppendText, StartReasoning, StartResponse
+    from agentik_jupyter.widgets.body import TurnBody
+
+    body = TurnBody()
+    body.handle(StartResponse())
+    body.handle(StartReasoning())
+    for piece in ("Let me ", "think <b>hard</b>."):
+        body.handle(AppendText(text=piece, reasoning=True))
+    body.handle(AppendText(text="The answer."))
+    body.finish()
+    sections = [w for w in body.widget.children if isinstance(w, Accordion)]
+    assert len(sections) == 1 and sections[0].selected_index is None and sections[0].get_title(0) == "💭 Thinking"
+    assert body.reasoning[0].text == "Let me think <b>hard</b>." and body.text == "The answer."
+    assert "<b>hard</b>" not in html_of(sections[0]) and "&lt;b&gt;hard&lt;/b&gt;" in html_of(sections[0])

@@ -9,9 +9,18 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from ipywidgets import HTML, VBox, Widget
+from ipywidgets import HTML, Accordion, VBox, Widget
 
-from ..types import AppendText, ErrorEvent, Event, StartResponse, ToolCall, ToolCallEvent, ToolResultEvent
+from ..types import (
+    AppendText,
+    ErrorEvent,
+    Event,
+    StartReasoning,
+    StartResponse,
+    ToolCall,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from .cards import ToolCard
 from .markdown import escape
 from .stream import StreamBuffer
@@ -30,7 +39,9 @@ class TurnBody:
         self.cards: dict[str, ToolCard] = {}
         self.streams: list[StreamBuffer] = []
         self.errors: list[str] = []
+        self.reasoning: list[StreamBuffer] = []
         self._stream: StreamBuffer | None = None
+        self._thinking: StreamBuffer | None = None
 
     @property
     def text(self) -> str:
@@ -39,8 +50,14 @@ class TurnBody:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, AppendText):
-            if not event.reasoning:
+            if event.reasoning:
+                self._current_thinking().append(event.text)
+            else:
+                self._settle_thinking()
                 self._current_stream().append(event.text)
+        elif isinstance(event, StartReasoning):
+            self._settle()
+            self._current_thinking()
         elif isinstance(event, StartResponse):
             self._settle()
         elif isinstance(event, ToolCallEvent):
@@ -77,7 +94,23 @@ class TurnBody:
             self.add(self._stream.widget)
         return self._stream
 
+    def _current_thinking(self) -> StreamBuffer:
+        """The model's reasoning, streamed into a collapsed "Thinking" section."""
+        if self._thinking is None:
+            self._thinking = StreamBuffer(clock=self.clock)
+            self.reasoning.append(self._thinking)
+            section = Accordion(children=(self._thinking.widget,), selected_index=None)
+            section.set_title(0, "💭 Thinking")
+            self.add(section)
+        return self._thinking
+
+    def _settle_thinking(self) -> None:
+        if self._thinking is not None:
+            self._thinking.finish()
+            self._thinking = None
+
     def _settle(self) -> None:
+        self._settle_thinking()
         if self._stream is not None:
             self._stream.finish()
             self._stream = None
