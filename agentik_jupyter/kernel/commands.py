@@ -52,11 +52,11 @@ async def run_command(shell: Any, line: str) -> None:
 
 async def _status(agent: Any, args: list[str]) -> None:
     from ..providers.config import load_config
-    from ..providers.errors import ConfigurationError
+    from ..providers.errors import ConfigurationError, scrub
 
     try:
         config = load_config()
-        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {config.base_url}")
+        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.base_url)}")
     except ConfigurationError as exc:
         print(f"provider: not configured ({exc.message})")
     session = agent.session
@@ -159,11 +159,13 @@ async def _policy(agent: Any, args: list[str]) -> None:
 
 
 async def _config(agent: Any, args: list[str]) -> None:
+    from ..providers.errors import scrub
+
     key = "set" if os.environ.get("LLM_API_KEY") else "not set"
     print(f"{'LLM_API_KEY':<26} {key}")
     for name in SETTINGS:
         value = os.environ.get(name)
-        print(f"{name:<26} {value if value is not None else '-'}")
+        print(f"{name:<26} {scrub(value) if value is not None else '-'}")
 
 
 async def _panel(agent: Any, args: list[str]) -> None:
