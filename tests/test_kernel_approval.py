@@ -82,5 +82,16 @@ def test_deny_in_background_turn_goes_back_to_the_model(env_server: FakeLLMServe
         denial = _tool_messages(server)[-1]["content"]
         assert "did not approve" in denial
         assert kernel.value("'agent_ran' in globals()") is False  # the code never ran
+        # The finished background turn replaced its live view in place with the transcript,
+        # so the notebook the frontend saves keeps the conversation.
+        live_id = next(m["content"]["transient"]["display_id"] for m in ex.messages
+                       if m["msg_type"] == "display_data" and "transient" in m["content"])
+        kernel.drain(0.3)
+        updates = [m["content"] for m in kernel.iopub if m["msg_type"] == "update_display_data"
+                   and m["content"]["transient"]["display_id"] == live_id]
+        assert updates, "the live view was not replaced by the transcript"
+        final = updates[-1]["data"]
+        assert "Fine, I will not run it." in final["text/plain"]
+        assert final["application/vnd.agentik.transcript+json"]["status"] == "complete"
     finally:
         kernel.close()

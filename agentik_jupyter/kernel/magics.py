@@ -4,6 +4,12 @@
 Stop and Approve stay live while the answer streams. `%%agent --wait` (or
 AGENTIK_WAIT=1) is rewritten by an input transformer into a top-level `await`,
 so runners such as nbclient see the finished turn in the cell.
+
+When the turn ends, the static transcript (text, HTML and the agentik JSON) is
+left in the cell: with `--wait` as a new output while the cell still runs (what
+nbclient and nbval record; nbval ignores display updates); in the background
+form by replacing the live view in place through its display id, so the
+frontend saves the transcript with the notebook.
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ CELL_HELPER = "__agentik_cell__"
 LINE_HELPER = "__agentik_line__"
 
 
-def _display(obj: Any) -> None:
+def _display(obj: Any) -> Any:
+    """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
     from IPython.display import display
 
-    display(obj)
+    return display(obj, display_id=True)
 
 
 def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
@@ -33,8 +40,10 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     text = text.rstrip()
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
-    view = TurnView(session, text, wait=opts.wait)
-    _display(view)
+    handle: Any = None
+    replace = None if opts.wait else (lambda bundle: handle.update(bundle, raw=True))
+    view = TurnView(session, text, wait=True, display=replace)
+    handle = _display(view)
     previous = session._task if session.busy else None
 
     async def turn() -> Any:
@@ -50,6 +59,8 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
 
     task = asyncio.get_running_loop().create_task(turn())
     view.track(task)
+    if not opts.wait:
+        task.add_done_callback(lambda _: view.finish())
     return view, task
 
 
