@@ -395,33 +395,28 @@ def file_bytes(db_path: Path) -> bytes:
     return data
 
 
-def user_texts(request: Any) -> list[str]:
-    """The text of every user message in a recorded request (either wire format), trimmed:
-    a cell body arrives with the cell's trailing newline."""
+def _role_texts(request: Any, role: str) -> list[str]:
+    """The text of every message of `role` in a recorded request (either wire format)."""
     out = []
     for m in request.messages:
-        if m.get("role") != "user":
+        if m.get("role") != role:
             continue
         c = m.get("content")
         if isinstance(c, str):
             out.append(c)
         elif isinstance(c, list):
             out.append("".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text"))
-    return [t.strip() for t in out if t.strip()]
+    return out
+
+
+def user_texts(request: Any) -> list[str]:
+    """User messages' text, trimmed (a cell body may arrive with its trailing newline)."""
+    return [t.strip() for t in _role_texts(request, "user") if t.strip()]
 
 
 def assistant_texts(request: Any) -> list[str]:
-    """The text of every assistant message in a recorded request (either wire format)."""
-    out = []
-    for m in request.messages:
-        if m.get("role") != "assistant":
-            continue
-        c = m.get("content")
-        if isinstance(c, str):
-            out.append(c)
-        elif isinstance(c, list):
-            out.append("".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text"))
-    return [t for t in out if t]
+    """Assistant messages' text (empty tool-call-only messages left out)."""
+    return [t for t in _role_texts(request, "assistant") if t]
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.02) -> Any:
