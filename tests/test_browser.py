@@ -364,8 +364,9 @@ def test_1_cell_answer_streams(lab: Lab) -> None:
         30, "a partial streamed answer in the %%agent cell",
     )
     lab.shot("streaming.png", at=out)
-    lab.wait(lambda: "END-FIRST" in lab.text(out), 20, "the full answer in the %%agent cell")
-    full = lab.text(out)
+    # read the text inside the wait: the live view is swapped in place for the saved transcript
+    # when the turn ends, and between the two the output area is briefly empty
+    full = lab.wait(lambda: (t := lab.text(out)) and "END-FIRST" in t and t, 20, "the full answer in the %%agent cell")
     assert len(full) > len(partial)
     for word in FIRST_ANSWER.split():
         assert word in full
