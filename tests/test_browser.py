@@ -11,11 +11,13 @@ The flow a data scientist goes through, clicked and typed in the real UI:
    Approve runs it in the kernel, the tool card and the final answer follow; Deny sends a
    denial back to the model, which answers; and the same in a ``%%agent`` cell's own view,
    followed by one more approval from the panel;
-6. Enter pressed right after typing over a slow kernel link sends all of
+6. a background ``%%agent`` cell whose model calls ``insert_cell`` twice: both cells appear
+   at once, in order, right below the asking cell, and are not run;
+7. Enter pressed right after typing over a slow kernel link sends all of
    the text;
-7. a saved notebook opened without running it: the JupyterLab extension draws each turn's
+8. a saved notebook opened without running it: the JupyterLab extension draws each turn's
    transcript (question, Markdown answer, tool cards) and no HTML from the payload runs;
-8. the "Agent sessions" sidebar lists the sessions in the notebook's ``.agentik.db``, and a
+9. the "Agent sessions" sidebar lists the sessions in the notebook's ``.agentik.db``, and a
    click shows one's history, a page at a time ("Load earlier").
 
 Screenshots land in ``tests/artifacts/`` (git-ignored). The browser is never downloaded:
@@ -74,7 +76,7 @@ CHUNK_DELAY = 0.05  # seconds between streamed chunks (one word each): slow enou
 NOTEBOOK = "browser_demo.ipynb"
 WIDGET_ERROR = "Error displaying widget"
 
-CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_SLOW = range(6)
+CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_SLOW, CELL_PROPOSE = range(7)
 CELL_SOURCES = [
     "%load_ext agentik_jupyter",
     "import pandas as pd\n"
@@ -85,6 +87,7 @@ CELL_SOURCES = [
     # a slow link to the kernel (a remote hub, a loaded machine): each text-box update takes 0.3 s
     "import time\nfrom ipywidgets import Text\n_set_state = Text.set_state\n"
     "Text.set_state = lambda self, state: (time.sleep(0.3), _set_state(self, state))[1]",
+    "%%agent\nPropose cells that double the units and plot them.",
 ]
 
 
@@ -110,6 +113,8 @@ CELL_ANSWER = "The frame has 3 rows. END-CELL"
 AFTER_CELL_QUESTION = "One more from the panel."
 AFTER_CELL_CODE = "print('AFTER CELL', sales['units'].max())"
 AFTER_CELL_ANSWER = "The max is 3. END-AFTER"
+PROPOSED_CELLS = ["sales['double'] = sales['units'] * 2\nsales", "sales.plot.bar(x='region', y='double')"]
+PROPOSE_ANSWER = "Run the two new cells when you are ready. END-PROPOSE"
 TYPED_QUESTION = "typed key by key then Enter"
 TYPED_ANSWER = "Got all of it. END-TYPED"
 
@@ -491,6 +496,28 @@ def test_7_approve_in_agent_cell_then_panel(lab: Lab) -> None:
     assert "AFTER CELL 3" in json.dumps(tool_messages(lab)[-1])
     lab.no_widget_errors()
     lab.shot("final.png")
+
+
+def cell_source(lab: Lab, index: int) -> str:
+    return lab.text(lab.cell(index).locator(".jp-InputArea-editor .cm-content"))
+
+
+def test_7b_proposed_cells_appear_below_the_asking_cell(lab: Lab) -> None:
+    """The turn runs in the background, so the cells come through the extension, not a reply payload."""
+    lab.srv.push(*(Reply.tool_calls([{"name": "insert_cell", "args": {"source": code}}]) for code in PROPOSED_CELLS),
+                 Reply.text(PROPOSE_ANSWER))
+    panel_idle(lab)
+    lab.cell(CELL_PROPOSE).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")  # on the last cell: JupyterLab adds an empty cell below it
+    out = lab.output(CELL_PROPOSE)
+    lab.wait(lambda: (t := lab.text(out)) and "END-PROPOSE" in t and "✓ Done" in t, 20, "the proposing turn to end")
+    below = [CELL_PROPOSE + 1, CELL_PROPOSE + 2]
+    lab.wait(lambda: [cell_source(lab, i) for i in below] == PROPOSED_CELLS, 10, "the proposed cells below the asking cell")
+    assert lab.page.locator(".jp-Notebook .jp-Cell").count() == CELL_PROPOSE + 4  # and the empty one after them
+    assert all(prompt(lab, i).strip() in ("[ ]:", "[ ]") for i in below), "a proposed cell was run"
+    results = [m["content"] for m in tool_messages(lab)][-2:]  # earlier turns' results come first
+    assert all("Inserted a new code cell" in r for r in results), results
+    lab.shot("proposed_cells.png", at=lab.cell(CELL_PROPOSE + 2))
 
 
 def test_8_enter_right_after_typing_sends_all_of_the_text(lab: Lab) -> None:

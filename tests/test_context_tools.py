@@ -372,11 +372,11 @@ async def test_run_code_error_reaches_the_model_through_the_orchestrator(shell: 
 
 
 def test_insert_cell_proposes_the_source(shell: InteractiveShell) -> None:
-    out = tools_of(shell)["insert_cell"](source="df.plot()")
+    out = asyncio.run(tools_of(shell)["insert_cell"](source="df.plot()"))
     assert isinstance(out, ToolOutput) and "```python\ndf.plot()\n```" == out.display["text/markdown"]
     assert shell.rl_next_input == "df.plot()"
     with pytest.raises(ValueError, match="empty"):
-        tools_of(shell)["insert_cell"](source="  ")
+        asyncio.run(tools_of(shell)["insert_cell"](source="  "))
 
 
 def test_register_context_tools_keeps_policies_and_user_tools(shell: InteractiveShell) -> None:
@@ -477,8 +477,8 @@ def test_insert_cell_reaches_the_frontend_as_a_payload(kernel: Any) -> None:
     _, reply = kernel_run(kernel, """
 from agentik_jupyter.kernel.context_tools import make_context_tools
 insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]
-insert(source="a = 1")
-insert(source="b = 2")
+await insert(source="a = 1")
+await insert(source="b = 2")
 """)
     payloads = [p for p in reply["payload"] if p["source"] == "set_next_input"]
     assert len(payloads) == 1 and payloads[0]["text"] == "a = 1\n\nb = 2" and payloads[0]["replace"] is False

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..registry import ToolRegistry, definition_from_function
 from ..types import ToolDefinition, ToolOutput, VariableSummary
+from .cells import propose_cell
 from .dataframes import describe_frame, frame_kind
 from .execution import CodeExecutionError, run_in_shell
 from .inspection import inspect_value
@@ -110,34 +111,6 @@ def cell_history_text(shell: Any, last_n: int) -> ToolOutput:
     return ToolOutput(text=text, display={"text/plain": text})
 
 
-def insert_cell_output(shell: Any, source: str) -> ToolOutput:
-    """Queue the cell with IPython's set_next_input; show the code in the card either way.
-
-    Under ipykernel the proposal travels in the payload of the execute_reply of the
-    request being handled: in `%%agent --wait` that is the agent cell itself, so the
-    cell appears right below it. A turn still running after its cell finished only
-    reaches the frontend with the next cell the user runs (and appears below that
-    one), which is why the card always shows the code too. A reply carries one
-    set_next_input, so proposals made in the same reply are merged into one cell.
-    """
-    if not source.strip():
-        raise ValueError("source is empty; pass the code of the cell to propose")
-    payload_manager = getattr(shell, "payload_manager", None)
-    pending = ""
-    if payload_manager is not None:
-        for item in payload_manager.read_payload():
-            if item.get("source") == "set_next_input" and not item.get("replace"):
-                pending = str(item.get("text", ""))
-    text = f"{pending.rstrip()}\n\n{source}" if pending else source
-    shell.set_next_input(text, replace=False)
-    lines = source.count("\n") + 1
-    note = f"Proposed a new code cell ({lines} line(s)) below the current cell; the user decides whether to run it."
-    if pending:
-        note += " It was merged with the cell proposed earlier in this turn."
-    fenced = "```python\n" + source.rstrip() + "\n```"
-    return ToolOutput(text=note, display={"text/markdown": fenced, "text/plain": source})
-
-
 def make_context_tools(shell: Any) -> list[ToolDefinition]:
     """The notebook-context tools bound to `shell` (an IPython InteractiveShell)."""
     _error_log(shell)
@@ -194,13 +167,13 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         """
         return await run_in_shell(shell, code)
 
-    def insert_cell(source: str) -> ToolOutput:
+    async def insert_cell(source: str) -> ToolOutput:
         """Propose a new code cell below the current one for the user to review and run themselves.
 
         Args:
             source: the code of the new cell
         """
-        return insert_cell_output(shell, source)
+        return await propose_cell(shell, source)
 
     plain = [list_variables, inspect_variable, describe_dataframe, get_cell_history, insert_cell]
     tools = [definition_from_function(fn, source="builtin") for fn in plain]

@@ -36,6 +36,7 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     """Show this cell's view and start its turn (after any turn still running)."""
     from ..widgets import TurnView
     from .agent import get_agent
+    from .cells import ANCHOR, CellAnchor, asking_cell_id
 
     text = text.rstrip()
     agent = get_agent(shell)
@@ -45,8 +46,10 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     view = TurnView(session, text, wait=True, display=replace)
     handle = _display(view)
     previous = session._task if session.busy else None
+    anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
 
     async def turn() -> Any:
+        ANCHOR.set(anchor)  # insert_cell proposals go below this cell
         if previous is not None:
             await asyncio.wait([previous])
         session.approval_presenter = view.present_approval

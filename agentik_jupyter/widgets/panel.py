@@ -82,8 +82,11 @@ class ChatPanel:
         message = (self.input.value if text is None else text).strip()
         if not message:
             return None
+        from ..kernel.cells import CellAnchor, anchored
+
         try:
-            self.last_task = self.session.start_turn(message)
+            with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
+                self.last_task = self.session.start_turn(message)
         except RuntimeError as exc:
             self.notice.value = f"<em>{escape(str(exc))}: press Stop or wait.</em>"
             return None

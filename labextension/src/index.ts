@@ -1,11 +1,12 @@
 /**
- * agentik-jupyter: the "Agent sessions" sidebar. The transcript renderer is the
- * package's MIME extension (renderer.ts).
+ * agentik-jupyter: the "Agent sessions" sidebar and the cells the agent proposes.
+ * The transcript renderer is the package's MIME extension (renderer.ts).
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { followNotebookKernels } from './cells';
 import { SessionsSidebar } from './sidebar';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
@@ -33,4 +34,12 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin];
+const cellsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'agentik-jupyter:cells',
+  description: 'Inserts the code cells the agent proposes while a turn runs in the background.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => followNotebookKernels(notebooks)
+};
+
+export default [sessionsPlugin, cellsPlugin];

@@ -1,0 +1,121 @@
+"""insert_cell from a background turn, in a real kernel: this test plays the JupyterLab extension.
+
+The kernel opens a comm to ``agentik.cells`` per proposed cell; the extension inserts the
+cell and answers by opening ``agentik.cells.ack``. Without an answer (a frontend without
+the extension closes the comm, a runner ignores it) the proposal falls back to IPython's
+set_next_input payload. The browser test covers the real extension.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from agentik_jupyter.kernel.cells import ACK_TARGET, ACK_TIMEOUT_S, CELLS_TARGET
+
+from .kernel_support import RawKernel, kernel_env
+
+pytestmark = pytest.mark.timeout(120)
+
+# A background turn (the cell returns at once) asking for two cells below cell "asking".
+START_TURN = """
+import asyncio
+from agentik_jupyter.kernel.cells import ANCHOR, CellAnchor, _frontend
+from agentik_jupyter.kernel.context_tools import make_context_tools
+
+_frontend._missing_until = 0.0
+insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]
+
+async def turn():
+    ANCHOR.set(CellAnchor(cell_id="asking"))
+    return [(await insert(source="a = 1")).text, (await insert(source="b = 2")).text]
+
+task = asyncio.get_running_loop().create_task(turn())
+"""
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[RawKernel]:
+    k = RawKernel(kernel_env(), tmp_path)
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+def next_request(k: RawKernel, seen: int, timeout: float = 10.0) -> dict[str, Any]:
+    """The next comm_open to agentik.cells after the first `seen` ones."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        opens = [m for m in k.comm_opens() if m["content"]["target_name"] == CELLS_TARGET]
+        if len(opens) > seen:
+            return opens[seen]["content"]
+        k.drain(0.05)
+    raise AssertionError(f"no request #{seen + 1} to insert a cell within {timeout} s")
+
+
+def send(k: RawKernel, msg_type: str, content: dict[str, Any]) -> None:
+    k.kc.shell_channel.send(k.kc.session.msg(msg_type, content))
+
+
+def ack(k: RawKernel, request: dict[str, Any], cell_id: str) -> None:
+    """What the extension does once the cell is in the notebook."""
+    data = {"request_id": request["data"]["request_id"], "cell_id": cell_id}
+    send(k, "comm_open", {"comm_id": f"ack-{cell_id}", "target_name": ACK_TARGET, "data": data})
+    send(k, "comm_close", {"comm_id": f"ack-{cell_id}", "data": {}})
+
+
+def turn_result(k: RawKernel, timeout: float = 10.0) -> tuple[list[str], list[str]]:
+    """The tool texts of the turn, and the set_next_input payloads of the replies meanwhile
+    (a background turn's payload rides on whichever request the kernel answers next)."""
+    payloads: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        ex = k.execute("print(task.done())")
+        assert ex.ok and ex.reply is not None, ex.text
+        payloads += [p["text"] for p in ex.reply["payload"] if p["source"] == "set_next_input"]
+        if ex.text.strip() == "True":
+            break
+        assert time.monotonic() < deadline, "the turn did not end"
+        time.sleep(0.05)
+    ex = k.execute("1 + 1")
+    assert ex.reply is not None
+    payloads += [p["text"] for p in ex.reply["payload"] if p["source"] == "set_next_input"]
+    return list(k.value("task.result()")), payloads
+
+
+def test_the_extension_inserts_each_cell_below_the_previous_one(kernel: RawKernel) -> None:
+    assert kernel.execute(START_TURN).ok
+    first = next_request(kernel, 0)
+    assert first["data"]["source"] == "a = 1" and first["data"]["after_cell_id"] == "asking"
+    ack(kernel, first, "new-1")
+    second = next_request(kernel, 1)
+    assert second["data"]["source"] == "b = 2" and second["data"]["after_cell_id"] == "new-1"  # order kept
+    ack(kernel, second, "new-2")
+    texts, payloads = turn_result(kernel)
+    assert all(text.startswith("Inserted a new code cell") for text in texts), texts
+    assert payloads == []  # not proposed a second time by the payload route
+
+
+def test_a_client_without_the_extension_closes_the_comm_and_the_payload_takes_over(kernel: RawKernel) -> None:
+    assert kernel.execute(START_TURN).ok
+    first = next_request(kernel, 0)
+    send(kernel, "comm_close", {"comm_id": first["comm_id"], "data": {}})  # what JupyterLab does for an unknown target
+    texts, payloads = turn_result(kernel)
+    assert all(text.startswith("Proposed a new code cell") for text in texts), texts
+    assert "merged" in texts[1]
+    # the second proposal did not ask again: the kernel remembers there is no extension
+    assert len([m for m in kernel.comm_opens() if m["content"]["target_name"] == CELLS_TARGET]) == 1
+    assert payloads == ["a = 1\n\nb = 2"]
+
+
+def test_a_frontend_that_never_answers_costs_one_timeout(kernel: RawKernel) -> None:
+    assert kernel.execute(START_TURN).ok
+    texts, payloads = turn_result(kernel, timeout=ACK_TIMEOUT_S + 10)
+    assert all(text.startswith("Proposed a new code cell") for text in texts), texts
+    assert payloads == ["a = 1\n\nb = 2"]
+    # only the first proposal asked (and waited); the second went straight to the payload
+    assert len([m for m in kernel.comm_opens() if m["content"]["target_name"] == CELLS_TARGET]) == 1
