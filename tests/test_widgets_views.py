@@ -194,6 +194,9 @@ async def test_panel_send_while_busy_shows_a_notice_and_stop_works() -> None:
     panel.stop_button.click()
     outcome = await asyncio.wait_for(task, 1.0)
     assert outcome.reason == "interrupted" and panel.stop_button.disabled
+    # the cut-off answer keeps its mark in the conversation after the status line moves on
+    history = html_of(panel.history)
+    assert "x x" in history and history.index("x x") < history.index("Stopped: the answer above is incomplete")
 
 
 async def test_error_banner_shows_until_dismissed() -> None:

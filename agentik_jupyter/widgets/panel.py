@@ -31,6 +31,9 @@ def user_html(text: str) -> str:
             f'<b>You:</b> <span style="white-space:pre-wrap">{escape(text)}</span></div>')
 
 
+STOPPED_HTML = '<div class="agentik-stopped" style="color:#666">■ Stopped: the answer above is incomplete.</div>'
+
+
 class ChatPanel:
     """`display(ChatPanel(session))`; set `session.approval_presenter = panel.present_approval`."""
 
@@ -196,6 +199,9 @@ class ChatPanel:
             self._body.handle(event)
         if isinstance(event, End):
             if self._body is not None:
+                if event.reason == "interrupted":
+                    # the status line moves on with the next turn; this mark stays with the cut-off answer
+                    self._body.add(HTML(value=STOPPED_HTML))
                 self._body.finish()
                 self._body = None
             self.status.end(event.reason, event.usage)
