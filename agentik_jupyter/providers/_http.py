@@ -229,17 +229,6 @@ def error_from_transport(exc: Exception, url: str, *, in_stream: bool) -> Provid
     return ProviderConnectionError(f"HTTP request to {url} failed ({detail}).")
 
 
-def malformed(what: str, raw: str, *, in_stream: bool) -> MalformedResponseError:
-    """A body or event that is not the JSON the wire format promises."""
-    preview = raw[: C.ERROR_BODY_PREVIEW_CHARS]
-    return MalformedResponseError(
-        f"The provider sent {what} that is not valid JSON: {preview!r}. "
-        "Check LLM_BASE_URL and LLM_PROVIDER match the server.",
-        status=200,
-        in_stream=in_stream,
-    )
-
-
 @asynccontextmanager
 async def open_response(
     client: httpx2.AsyncClient,
@@ -278,32 +267,6 @@ async def open_response(
         if delay is None:
             raise error
         await retry.sleep(delay)
-
-
-def is_event_stream(response: httpx2.Response) -> bool:
-    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-    return content_type == "text/event-stream"
-
-
-async def iter_events(response: httpx2.Response, url: str) -> AsyncIterator[httpx2.ServerSentEvent]:
-    """Server-sent events of a response; a broken or timed-out body becomes our typed error."""
-    try:
-        async for event in httpx2.EventSource(response):
-            yield event
-    except httpx2.HTTPError as exc:
-        raise error_from_transport(exc, url, in_stream=True) from None
-
-
-async def read_json(response: httpx2.Response, url: str) -> Any:
-    """The whole body of a non-streaming answer, parsed."""
-    try:
-        raw = await response.aread()
-    except httpx2.HTTPError as exc:
-        raise error_from_transport(exc, url, in_stream=True) from None
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise malformed("a response body", raw.decode("utf-8", "replace"), in_stream=False) from None
 
 
 class ClientHolder:

@@ -6,7 +6,6 @@ History conversion and request building live here; event assembly lives in
 
 from __future__ import annotations
 
-import json
 from contextlib import aclosing
 from typing import Any, AsyncIterator
 
@@ -17,18 +16,10 @@ from ..types import ChatMessage, ToolSchema
 from . import _constants as C
 from ._anthropic_assembly import MessageAccumulator, message_as_events
 from ._convert import input_schema, tool_result_text
-from ._http import (
-    ClientHolder,
-    RetryPolicy,
-    Timeouts,
-    is_event_stream,
-    iter_events,
-    malformed,
-    open_response,
-    read_json,
-)
+from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
+from ._streaming import is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
-from .errors import MalformedResponseError, StreamError
+from .errors import StreamError
 from .openai_compatible import endpoint_url
 
 
@@ -147,11 +138,7 @@ class AnthropicAdapter:
                 async for delta in self._assemble_stream(response, acc):
                     yield delta
             else:
-                payload = await read_json(response, self.url)
-                if not isinstance(payload, dict):
-                    raise MalformedResponseError(
-                        f"The provider's answer is not a JSON object: {json.dumps(payload)[:200]}", status=200
-                    )
+                payload = await read_json_object(response, self.url)
                 for event in message_as_events(payload):
                     for delta in acc.feed(event, in_stream=False):
                         yield delta
@@ -160,31 +147,15 @@ class AnthropicAdapter:
             yield StreamDone(response=acc.snapshot())
 
     async def _assemble_stream(self, response: httpx2.Response, acc: MessageAccumulator) -> AsyncIterator[ProviderDelta]:
-        seen = False
-        async with aclosing(iter_events(response, self.url)) as events:
-            async for event in events:
-                data = event.data.strip()
-                if not data:
-                    continue
-                seen = True
-                try:
-                    payload = json.loads(data)
-                except ValueError:
-                    err = malformed("a stream event", event.data, in_stream=True)
-                    err.partial = acc.snapshot()
-                    raise err from None
-                if event.event == "error" and isinstance(payload, dict) and payload.get("type") != "error":
+        events = json_events(response, self.url, api="Anthropic Messages API", partial=acc.snapshot)
+        async with aclosing(events):
+            async for name, payload in events:
+                if name == "error" and isinstance(payload, dict) and payload.get("type") != "error":
                     payload = {"type": "error", "error": payload.get("error", payload)}
                 for delta in acc.feed(payload):
                     yield delta
                 if acc.stopped:
                     break
-        if not seen:
-            raise MalformedResponseError(
-                "The provider's event stream ended without any data. Is LLM_BASE_URL an Anthropic Messages API?",
-                status=200,
-                in_stream=True,
-            )
         if not acc.stopped:
             err = StreamError(
                 "The provider's stream ended before the answer was complete (no message_stop). "

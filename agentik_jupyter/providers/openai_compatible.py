@@ -16,19 +16,10 @@ from pydantic import SecretStr
 from ..types import ChatMessage, ToolSchema
 from . import _constants as C
 from ._convert import input_schema, tool_result_text
-from ._http import (
-    ClientHolder,
-    RetryPolicy,
-    Timeouts,
-    is_event_stream,
-    iter_events,
-    malformed,
-    open_response,
-    read_json,
-)
+from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
+from ._streaming import is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
-from .errors import MalformedResponseError
 
 
 def endpoint_url(base_url: str, path: str) -> str:
@@ -146,41 +137,19 @@ class OpenAICompatibleAdapter:
 
     async def _assemble_stream(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
         acc = ChatCompletionAccumulator()
-        seen = False
-        async with aclosing(iter_events(response, self.url)) as events:
-            async for event in events:
-                data = event.data.strip()
-                if data == "[DONE]":
-                    break
-                if not data:
-                    continue
-                seen = True
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    err = malformed("a stream event", event.data, in_stream=True)
-                    err.partial = acc.snapshot()
-                    raise err from None
-                if event.event == "error" and not (isinstance(chunk, dict) and chunk.get("error")):
+        events = json_events(response, self.url, api="OpenAI-compatible API", partial=acc.snapshot, done="[DONE]")
+        async with aclosing(events):
+            async for name, chunk in events:
+                if name == "error" and not (isinstance(chunk, dict) and chunk.get("error")):
                     chunk = {"error": chunk}
                 for delta in acc.feed(chunk):
                     yield delta
-        if not seen:
-            raise MalformedResponseError(
-                "The provider's event stream ended without any data. Is LLM_BASE_URL an OpenAI-compatible API?",
-                status=200,
-                in_stream=True,
-            )
         for delta in acc.finish():
             yield delta
         yield StreamDone(response=acc.snapshot())
 
     async def _assemble_body(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
-        body = await read_json(response, self.url)
-        if not isinstance(body, dict):
-            raise MalformedResponseError(
-                f"The provider's answer is not a JSON object: {json.dumps(body)[:200]}", status=200
-            )
+        body = await read_json_object(response, self.url)
         acc = ChatCompletionAccumulator()
         for delta in acc.feed(completion_as_chunk(body), in_stream=False):
             yield delta
