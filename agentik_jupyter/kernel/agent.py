@@ -26,12 +26,14 @@ class KernelAgent:
 
     def __init__(self, shell: Any) -> None:
         from .approval import ApprovalGate
+        from ..notebook.tools import register_notebook_tools
         from .context_tools import register_context_tools
 
         self.shell = shell
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
+        register_notebook_tools(self.registry, lambda: self.location.notebook_path)
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
         self.gate = ApprovalGate(present=self._present_approval)
