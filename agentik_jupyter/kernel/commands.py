@@ -20,7 +20,8 @@ Usage: %agent <command>
                     change a tool's approval policy for this kernel
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
-  stop              stop the running turn"""
+  stop              stop the running turn
+  export [PATH]     the code the agent ran in this session, as a new notebook"""
 
 SETTINGS = [
     "LLM_PROVIDER", "LLM_MODEL", "LLM_BASE_URL", "LLM_STREAM_USAGE", "AGENTIK_SYSTEM_PROMPT",
@@ -185,6 +186,12 @@ async def _stop(agent: Any, args: list[str]) -> None:
     print("Stopped." if stopped else "Nothing is running.")
 
 
+async def _export(agent: Any, args: list[str]) -> None:
+    from ..notebook.export import export_command
+
+    await export_command(agent, args)
+
+
 _COMMANDS = {
     "status": _status,
     "sessions": _sessions,
@@ -197,4 +204,5 @@ _COMMANDS = {
     "config": _config,
     "panel": _panel,
     "stop": _stop,
+    "export": _export,
 }
