@@ -45,6 +45,8 @@ def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str]
     extra = (env.get("AGENTIK_SYSTEM_PROMPT") or "").strip()
     if extra:
         parts.append("The user's standing instructions:\n" + extra)
+    if context is not None and context.instructions:
+        parts.append("The project's instructions (its AGENTS.md, trusted by the user):\n" + context.instructions)
     if context is not None:
         where = [f"Notebook: {context.notebook_path or 'unknown (plain IPython)'}"]
         if context.cell_id:

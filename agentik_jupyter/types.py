@@ -86,6 +86,7 @@ class AgentContext(_Model):
     cell_id: str | None = None
     variables: list[VariableSummary] = Field(default_factory=list)
     execution_count: int | None = None
+    instructions: str | None = None
 
 
 class ToolParameter(_Model):

@@ -21,6 +21,8 @@ Usage: %agent <command>
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop              stop the running turn
+  instructions [trust|untrust]
+                    the project's AGENTS.md, and whether it is added to the prompt
   export [PATH]     the code the agent ran in this session, as a new notebook"""
 
 SETTINGS = [
@@ -68,6 +70,9 @@ async def _status(agent: Any, args: list[str]) -> None:
     else:
         print("session:  none yet (the next %%agent cell starts one)")
     print(agent.location.describe())
+    found = agent.instructions.current()
+    if found is not None:
+        print(found.describe())
     if session is not None and session.busy:
         print(f"status:   {session.agent_store.status} (a turn is running; %agent stop stops it)")
 
@@ -186,6 +191,12 @@ async def _stop(agent: Any, args: list[str]) -> None:
     print("Stopped." if stopped else "Nothing is running.")
 
 
+async def _instructions(agent: Any, args: list[str]) -> None:
+    from ..notebook.instructions import instructions_command
+
+    await instructions_command(agent, args)
+
+
 async def _export(agent: Any, args: list[str]) -> None:
     from ..notebook.export import export_command
 
@@ -205,4 +216,5 @@ _COMMANDS = {
     "panel": _panel,
     "stop": _stop,
     "export": _export,
+    "instructions": _instructions,
 }

@@ -97,6 +97,8 @@ async def propose_change(
         ledger.sources[cell_id] = new
     elif status == "stale":
         ledger.sources.pop(cell_id, None)
+    if status == "error":
+        raise RuntimeError(f"the notebook could not show the change: {reply.get('message', 'unknown error')}")
     template = OUTCOMES.get(status)
     if template is None:
         raise RuntimeError(f"the notebook extension answered with an unknown status {status!r}")

@@ -7,6 +7,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { followNotebookKernels } from './cells';
+import { serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
@@ -42,4 +43,12 @@ const cellsPlugin: JupyterFrontEndPlugin<void> = {
   activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => followNotebookKernels(notebooks)
 };
 
-export default [sessionsPlugin, cellsPlugin];
+const notebookPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'agentik-jupyter:notebook',
+  description: "Gives the agent the live notebook and shows its edits as diffs on the cells to accept or reject.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => serveNotebooks(notebooks)
+};
+
+export default [sessionsPlugin, cellsPlugin, notebookPlugin];
