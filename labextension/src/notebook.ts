@@ -55,10 +55,10 @@ export function lineDiff(before: string, after: string): Array<[' ' | '-' | '+',
     if (i < a.length && j < b.length && a[i] === b[j]) {
       out.push([' ', a[i++]]);
       j++;
-    } else if (j < b.length && (i >= a.length || common[i][j + 1] >= common[i + 1][j])) {
-      out.push(['+', b[j++]]);
-    } else {
+    } else if (i < a.length && (j >= b.length || common[i + 1][j] >= common[i][j + 1])) {
       out.push(['-', a[i++]]);
+    } else {
+      out.push(['+', b[j++]]);
     }
   }
   return out;
