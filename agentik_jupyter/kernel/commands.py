@@ -23,6 +23,7 @@ Usage: %agent <command>
   stop              stop the running turn
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
+  fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
   export [PATH]     the code the agent ran in this session, as a new notebook"""
 
 SETTINGS = [
@@ -197,6 +198,12 @@ async def _instructions(agent: Any, args: list[str]) -> None:
     await instructions_command(agent, args)
 
 
+async def _fix(agent: Any, args: list[str]) -> None:
+    from ..notebook.fix import fix_command
+
+    await fix_command(agent, args)
+
+
 async def _export(agent: Any, args: list[str]) -> None:
     from ..notebook.export import export_command
 
@@ -216,5 +223,6 @@ _COMMANDS = {
     "panel": _panel,
     "stop": _stop,
     "export": _export,
+    "fix": _fix,
     "instructions": _instructions,
 }
