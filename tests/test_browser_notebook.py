@@ -3,7 +3,9 @@
 1. the agent reads an edit the user typed but did not save (the live document);
 2. an `edit_cell` proposal appears on the cell as a diff; Reject leaves the cell as it was
    and the model is told;
-3. Accept changes the cell (not run); "Accept and run" changes it and runs it.
+3. "Accept and run" changes the cell and runs it, and the model sees the new outputs;
+4. "Fix with agent" on a cell that raised NameError: a cell below asks for the fix, the
+   agent proposes an edit, Accept and run fixes the cell and the agent reports it verified.
 
 One JupyterLab, kernel and page for the module; steps run in file order.
 """
@@ -39,8 +41,10 @@ from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 from .jupyter_servers import jupyter  # noqa: E402
 
 NOTEBOOK = "edits_demo.ipynb"
-CELL_LOAD, CELL_DATA, CELL_ASK = range(3)
-SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", "%%agent\nLook at my notebook and fix it."]
+CELL_LOAD, CELL_DATA, CELL_ASK, CELL_BROKEN = range(4)
+SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", "%%agent\nLook at my notebook and fix it.",
+           "scaled = total * factor"]
+BROKEN_FIX = "factor = 10\nscaled = total * factor\nprint('SCALED', scaled)"
 UNSAVED = "total = price * 2  # typed, not saved"
 FIXED = "price = 21\ntotal = price * 2\nprint('TOTAL', total)"
 PROPOSAL = ".agentik-proposal"
@@ -154,5 +158,40 @@ def test_2_accept_and_run_changes_the_cell_and_runs_it(lab: Lab) -> None:
     lab.wait(lambda: "END-ACCEPT" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Accept and run")
     assert source(lab, CELL_DATA) == FIXED
     lab.wait(lambda: "TOTAL 42" in lab.text(lab.output(CELL_DATA)), 20, "the fixed cell's output")
-    assert "accepted the edit and ran cell" in tool_messages(lab)[-1]["content"]
+    assert "it ran without an error" in tool_messages(lab)[-1]["content"]
+    assert "TOTAL 42" in tool_messages(lab)[-1]["content"]  # the agent sees what the run printed
     assert not [line for line in lab.console if line.startswith("pageerror")], lab.console
+
+
+def fix_responder(request: Any) -> Reply:
+    """The model of a fix turn: read the failed cell, propose the fix, report what the run showed."""
+    last = request.messages[-1]
+    if last.get("role") == "user":
+        cell = re.search(r"Fix the error in cell (\S+) ", last["content"])
+        assert cell, last["content"][:200]
+        return Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": cell.group(1)}}])
+    if "In [" in last.get("content", "") and "id=" in last.get("content", ""):
+        cell_id = re.search(r"id=(\S+) code", last["content"]).group(1)  # type: ignore[union-attr]
+        return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": BROKEN_FIX}}])
+    verified = "it ran without an error" in last.get("content", "") and "SCALED 420" in last.get("content", "")
+    return Reply.text("Defined `factor`; the cell now prints SCALED 420. END-FIXED" if verified else "Not verified.")
+
+
+def test_3_fix_with_agent_fixes_the_failing_cell(lab: Lab) -> None:
+    lab.srv.set_responder(fix_responder)
+    run_cell(lab, CELL_BROKEN)
+    broken = lab.cell(CELL_BROKEN)
+    lab.wait(lambda: "NameError" in lab.text(lab.output(CELL_BROKEN)), 20, "the NameError")
+    button = broken.get_by_role("button", name="Fix with agent")
+    button.wait_for(timeout=10_000)
+    lab.shot("fix_button.png", at=button)
+    button.click()
+    asking = lab.cell(CELL_BROKEN + 1)
+    lab.wait(lambda: source(lab, CELL_BROKEN + 1).startswith("%agent fix "), 10, "the fix cell below the failed one")
+    lab.wait(lambda: broken.locator(PROPOSAL).count() == 1, 30, "the proposed fix on the failed cell")
+    broken.locator(PROPOSAL).get_by_role("button", name="Accept and run").click()
+    lab.wait(lambda: "END-FIXED" in lab.text(asking.locator(".jp-Cell-outputArea")), 30, "the verified fix")
+    assert source(lab, CELL_BROKEN) == BROKEN_FIX
+    assert "SCALED 420" in lab.text(lab.output(CELL_BROKEN))
+    assert broken.get_by_role("button", name="Fix with agent").count() == 0  # gone once the cell runs cleanly
+    lab.shot("fixed.png", at=asking)

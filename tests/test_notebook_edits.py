@@ -122,14 +122,15 @@ def test_accept_and_run_is_reported_and_delete_asks_too(kernel: RawKernel, llm: 
     reply(kernel, next_request(kernel, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
     edit = next_request(kernel, 1)
     reply(kernel, edit, phase="shown")
-    reply(kernel, edit, phase="result", status="accepted_and_run")
+    reply(kernel, edit, phase="result", status="accepted_and_run", ran_ok=True,
+          outputs=[{"output_type": "stream", "name": "stdout", "text": "TOTAL 6\n"}])
     delete = next_request(kernel, 2)
     assert delete["data"]["action"] == "delete_cell" and delete["data"]["new_source"] == ""
     reply(kernel, delete, phase="shown")
     reply(kernel, delete, phase="result", status="accepted")
     finish(kernel, llm, 4)
     _, ran, deleted = tool_texts(llm)
-    assert "accepted the edit and ran cell c-load" in ran
+    assert "accepted the edit and ran cell c-load: it ran without an error" in ran and "stdout: TOTAL 6" in ran
     assert "cell c-note was deleted" in deleted
 
 

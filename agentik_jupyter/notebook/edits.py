@@ -13,9 +13,10 @@ from __future__ import annotations
 import difflib
 import html
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..types import ToolOutput
-from .document import NotebookDoc
+from .document import NotebookDoc, summarize_output
 from .frontend import NoFrontend, frontend
 
 DIFF_CONTEXT_LINES = 3
@@ -23,7 +24,7 @@ DIFF_TEXT_CHARS = 6_000
 
 OUTCOMES = {
     "accepted": "The user accepted the edit: cell {id} now holds the new source (not run).",
-    "accepted_and_run": "The user accepted the edit and ran cell {id}; read_notebook(cell_id={id!r}) shows its new outputs.",
+    "accepted_and_run": "The user accepted the edit; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
     "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
@@ -65,6 +66,16 @@ def _display(diff: str) -> dict[str, str]:
     return {"text/plain": diff, "text/html": diff_html(diff)}
 
 
+def _ran(cell_id: str, reply: dict[str, Any]) -> str:
+    """What the accepted cell did when it ran: the evidence the model verifies its fix with."""
+    outputs = reply.get("outputs") if isinstance(reply.get("outputs"), list) else []
+    lines = [summarize_output(o) for o in outputs if isinstance(o, dict)]
+    failed = any(isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
+    verdict = "it still fails" if failed else "it ran without an error"
+    shown = "\n".join(f"  -> {line}" for line in lines) if lines else "  (no output)"
+    return f"The user accepted the edit and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
+
+
 async def propose_change(
     ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None
 ) -> ToolOutput:
@@ -90,6 +101,9 @@ async def propose_change(
         return ToolOutput(text=f"The user did not decide on the change to cell {cell_id} in time; it was not applied.",
                           display=_display(diff))
     status = str(reply.get("status"))
+    if status == "accepted_and_run" and not reply.get("queued"):
+        ledger.sources[cell_id] = new
+        return ToolOutput(text=_ran(cell_id, reply), display=_display(diff))
     if status in ("accepted", "accepted_and_run"):
         if new_source is None:
             ledger.sources.pop(cell_id, None)

@@ -7,7 +7,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { followNotebookKernels } from './cells';
-import { serveNotebooks } from './notebook';
+import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
@@ -45,10 +45,13 @@ const cellsPlugin: JupyterFrontEndPlugin<void> = {
 
 const notebookPlugin: JupyterFrontEndPlugin<void> = {
   id: 'agentik-jupyter:notebook',
-  description: "Gives the agent the live notebook and shows its edits as diffs on the cells to accept or reject.",
+  description: 'The live notebook for the agent, its edits as diffs to accept or reject, and "Fix with agent" on errors.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => serveNotebooks(notebooks)
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => {
+    serveNotebooks(notebooks);
+    offerFixes();
+  }
 };
 
 export default [sessionsPlugin, cellsPlugin, notebookPlugin];

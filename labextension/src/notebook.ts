@@ -113,6 +113,25 @@ function cellWidget(panel: NotebookPanel, cellId: string): { cell: NotebookPanel
   return index < 0 ? null : { cell: panel.content.widgets[index], index };
 }
 
+/**
+ * Run the accepted cell and answer with its new outputs, so the agent can verify its fix. While
+ * the kernel is busy (the asking cell itself still runs, `--wait`), the run would only start after
+ * the answer is awaited: answer at once that it is queued instead of waiting on each other.
+ */
+async function runAndReport(panel: NotebookPanel, kernel: Kernel.IKernelConnection, requestId: string, index: number): Promise<void> {
+  const queued = kernel.status === 'busy';
+  panel.content.activeCellIndex = index;
+  const ran = NotebookActions.run(panel.content, panel.sessionContext);
+  if (queued) {
+    answer(kernel, requestId, { phase: 'result', status: 'accepted_and_run', queued: true });
+    return;
+  }
+  const ok = await ran;
+  const cell = panel.content.widgets[index];
+  const outputs = cell && cell.model.type === 'code' ? (cell.model.toJSON() as { outputs?: unknown[] }).outputs ?? [] : [];
+  answer(kernel, requestId, { phase: 'result', status: 'accepted_and_run', ran_ok: ok, outputs });
+}
+
 function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: Kernel.IComm, request: IRequest): void {
   const found = cellWidget(panel, request.cell_id ?? '');
   if (!found) {
@@ -149,8 +168,8 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
         } else {
           still.cell.model.sharedModel.setSource(request.new_source ?? '');
           if (status === 'accepted_and_run') {
-            panel.content.activeCellIndex = still.index;
-            void NotebookActions.run(panel.content, panel.sessionContext);
+            void runAndReport(panel, kernel, request.request_id, still.index);
+            return;
           }
         }
       }
@@ -190,4 +209,68 @@ function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
 /** Answer the agent's notebook requests on every notebook's kernel. */
 export function serveNotebooks(notebooks: INotebookTracker): void {
   forEachNotebookKernel(notebooks, listen);
+}
+
+const FIX_BUTTON = 'agentik-fix-button';
+
+/** "Fix with agent" under a cell that just failed: a new cell below asks the agent to fix it. */
+class FixButton extends Widget {
+  constructor(onClick: () => Promise<void>) {
+    super();
+    this.addClass(FIX_BUTTON);
+    this.node.style.cssText = 'margin:2px 0 4px 70px';
+    const button = document.createElement('button');
+    button.className = 'jp-Button';
+    button.textContent = 'Fix with agent';
+    button.title = 'Insert a cell below that asks the agent to find the cause and propose a fix';
+    button.onclick = () => void onClick();
+    this.node.appendChild(button);
+  }
+}
+
+/** Whether `%load_ext agentik_jupyter` ran in this kernel (a silent check, not in the history). */
+async function agentLoaded(kernel: Kernel.IKernelConnection | null): Promise<boolean> {
+  if (!kernel) {
+    return false;
+  }
+  try {
+    const expressions = { loaded: "'__agentik_line__' in get_ipython().user_ns" };
+    const reply = await kernel.requestExecute({ code: '', silent: true, store_history: false, user_expressions: expressions }).done;
+    const content = reply.content as { status: string; user_expressions?: Record<string, { data?: Record<string, string> }> };
+    return content.status === 'ok' && content.user_expressions?.loaded?.data?.['text/plain'] === 'True';
+  } catch {
+    return false;
+  }
+}
+
+/** Offer "Fix with agent" on cells that failed, and take it away when they run cleanly again. */
+export function offerFixes(): void {
+  NotebookActions.executed.connect((_, { notebook, cell, success }) => {
+    const layout = cell.layout as PanelLayout;
+    for (const widget of [...layout.widgets]) {
+      if (widget.hasClass(FIX_BUTTON)) {
+        widget.dispose();
+      }
+    }
+    const source = cell.model.sharedModel.getSource().trimStart();
+    if (success || cell.model.type !== 'code' || source.startsWith('%agent') || source.startsWith('%%agent')) {
+      return;
+    }
+    const cellId = cell.model.id;
+    const panel = notebook.parent as NotebookPanel | null;
+    const button = new FixButton(async () => {
+      button.dispose();
+      const loaded = await agentLoaded(panel?.sessionContext.session?.kernel ?? null);
+      const shared = notebook.model?.sharedModel;
+      const index = notebook.widgets.findIndex(c => c.model.id === cellId);
+      if (!shared || index < 0) {
+        return;
+      }
+      const ask = `%agent fix ${cellId}`;
+      shared.insertCell(index + 1, { cell_type: 'code', source: loaded ? ask : `%load_ext agentik_jupyter\n${ask}` });
+      notebook.activeCellIndex = index + 1;
+      void NotebookActions.run(notebook, panel?.sessionContext);
+    });
+    layout.addWidget(button);
+  });
 }
