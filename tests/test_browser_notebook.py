@@ -150,7 +150,21 @@ def test_1_reads_the_unsaved_edit_and_reject_changes_nothing(lab: Lab) -> None:
     assert "rejected the edit" in tool_messages(lab)[-1]["content"]
 
 
-def test_2_accept_and_run_changes_the_cell_and_runs_it(lab: Lab) -> None:
+def test_2_accept_changes_the_cell_without_running_it(lab: Lab) -> None:
+    target = str(lab.page.evaluate("() => window.__agentik_target"))
+    prompt_before = lab.text(lab.cell(CELL_DATA).locator(".jp-InputArea-prompt"))
+    ask(lab, Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+        Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": target, "new_source": "total = 2"}}]),
+        Reply.text("Changed. END-PLAIN"))
+    lab.wait(lambda: proposal(lab).count() == 1, 30, "the diff on the cell")
+    proposal(lab).get_by_role("button", name="Accept", exact=True).click()
+    lab.wait(lambda: "END-PLAIN" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Accept")
+    assert source(lab, CELL_DATA) == "total = 2"
+    assert lab.text(lab.cell(CELL_DATA).locator(".jp-InputArea-prompt")) == prompt_before  # not run
+    assert "now holds the new source (not run)" in tool_messages(lab)[-1]["content"]
+
+
+def test_2b_accept_and_run_changes_the_cell_and_runs_it(lab: Lab) -> None:
     target = str(lab.page.evaluate("() => window.__agentik_target"))
     ask(lab, *read_then_edit(target, "Fixed and verified. END-ACCEPT"))
     lab.wait(lambda: proposal(lab).count() == 1, 30, "the diff on the cell")

@@ -66,6 +66,14 @@ def _display(diff: str) -> dict[str, str]:
     return {"text/plain": diff, "text/html": diff_html(diff)}
 
 
+def _in_request() -> bool:
+    """Whether the asking cell still executes (`--wait`): a cell run it asks for waits for it."""
+    from ..kernel.cells import ANCHOR
+
+    anchor = ANCHOR.get()
+    return anchor is not None and anchor.in_request
+
+
 def _ran(cell_id: str, reply: dict[str, Any]) -> str:
     """What the accepted cell did when it ran: the evidence the model verifies its fix with."""
     outputs = reply.get("outputs") if isinstance(reply.get("outputs"), list) else []
@@ -89,7 +97,8 @@ async def propose_change(
         raise ValueError(f"the proposed source is the same as cell {cell_id!r}'s current source")
     diff = unified_diff(old, new, cell_id)
     try:
-        reply = await frontend.ask(action, decision_timeout, cell_id=cell_id, expected_source=old, new_source=new)
+        reply = await frontend.ask(action, decision_timeout, cell_id=cell_id, expected_source=old, new_source=new,
+                                   in_request=_in_request())
     except NoFrontend:
         how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
         return ToolOutput(

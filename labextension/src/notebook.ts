@@ -23,6 +23,7 @@ interface IRequest {
   cell_id?: string;
   expected_source?: string;
   new_source?: string;
+  in_request?: boolean;
 }
 
 type Reply = Record<string, unknown>;
@@ -114,12 +115,18 @@ function cellWidget(panel: NotebookPanel, cellId: string): { cell: NotebookPanel
 }
 
 /**
- * Run the accepted cell and answer with its new outputs, so the agent can verify its fix. While
- * the kernel is busy (the asking cell itself still runs, `--wait`), the run would only start after
- * the answer is awaited: answer at once that it is queued instead of waiting on each other.
+ * Run the accepted cell and answer with its new outputs, so the agent can verify its fix. When the
+ * asking cell itself is still executing (`--wait`), the run can only start after it: answer at once
+ * that the run is queued, instead of the two waiting on each other.
  */
-async function runAndReport(panel: NotebookPanel, kernel: Kernel.IKernelConnection, requestId: string, index: number): Promise<void> {
-  const queued = kernel.status === 'busy';
+async function runAndReport(
+  panel: NotebookPanel,
+  kernel: Kernel.IKernelConnection,
+  request: IRequest,
+  index: number
+): Promise<void> {
+  const requestId = request.request_id;
+  const queued = request.in_request === true;
   panel.content.activeCellIndex = index;
   const ran = NotebookActions.run(panel.content, panel.sessionContext);
   if (queued) {
@@ -168,7 +175,7 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
         } else {
           still.cell.model.sharedModel.setSource(request.new_source ?? '');
           if (status === 'accepted_and_run') {
-            void runAndReport(panel, kernel, request.request_id, still.index);
+            void runAndReport(panel, kernel, request, still.index);
             return;
           }
         }
