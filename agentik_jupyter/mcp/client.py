@@ -399,7 +399,7 @@ class MCPManager:
             origin = f"mcp:{connection.name}:{tool.name}"
             existing = self.registry.get(name)
             if existing is not None and existing.origin != origin:
-                holder = existing.origin or f"the {existing.source} tool"
+                holder = existing.origin if existing.source == "mcp" else f"the {existing.source} tool"
                 collisions.append(
                     f"tool '{tool.name}' would be named '{name}', which {holder} already has; "
                     f"'{tool.name}' is not offered (rename one of the servers in mcp.json)"
