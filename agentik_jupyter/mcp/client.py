@@ -3,9 +3,8 @@
 Servers start lazily (on the first turn or the first `%agent tools`), all at
 once and each in its own task, so a slow or broken server costs at most its
 startup timeout and never blocks the others. Every tool a server lists is
-registered as `<server>__<tool>` with the server's policy (default `ask`);
-a policy the user set with `%agent policy` survives the server's restart, and
-a name another tool already has is reported, never replaced.
+registered as `<server>__<tool>` with the server's policy (default `ask`)
+by a `ToolPublisher` (tools.py).
 What went wrong is kept as a status per server, for `%agent tools`, and as
 notices the next cell shows once.
 
@@ -26,7 +25,7 @@ from typing import Any
 
 from ..registry import ToolRegistry
 from ..security.trust import TrustStore
-from ..types import ApprovalPolicy, ToolDefinition
+from ..types import ApprovalPolicy
 from .config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
@@ -47,7 +46,7 @@ from .connection import (
 )
 from .processes import kill_groups
 from .project import ProjectFile, read_project_file
-from .schema import error_text, output_from_content, parameters_from_schema, tool_name
+from .tools import ToolPublisher
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +108,10 @@ class MCPManager:
         self._given = config
         self._config = config
         self._file_servers: set[str] = set()
-        self._kept_policies: dict[str, ApprovalPolicy] = {}
-        self._collisions: dict[str, list[str]] = {}
+        self.publisher = ToolPublisher(registry)
         self._log_dir = Path(log_dir) if log_dir is not None else None
         self._connections: dict[str, ServerConnection] = {}
         self._failed_config: dict[str, tuple[str, str]] = {}
-        self._registered: dict[str, list[str]] = {}
         self._restarts: dict[str, int] = {}
         self._notices: list[str] = []
         self._listeners: list[StatusListener] = []
@@ -198,7 +195,6 @@ class MCPManager:
             self._connections.pop(name, None)
             self._failed_config.pop(name, None)
             self._restarts.pop(name, None)
-            self._collisions.pop(name, None)
         for name in [n for n, (kind, _) in self._failed_config.items() if kind == "config"]:
             self._failed_config.pop(name)
         self._file_servers.clear()
@@ -346,7 +342,7 @@ class MCPManager:
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
-        for name in list(self._registered):
+        for name in self.publisher.servers():
             self._unregister(name)
 
     def close(self) -> None:
@@ -390,45 +386,11 @@ class MCPManager:
                 log.exception("MCP status listener failed")
 
     def _register(self, connection: ServerConnection) -> None:
-        """Register the server's tools; keep the user's policies; never take another tool's name."""
-        self._unregister(connection.name)
-        names: list[str] = []
-        collisions: list[str] = []
-        for tool in connection.tools:
-            name = tool_name(connection.name, tool.name)
-            origin = f"mcp:{connection.name}:{tool.name}"
-            existing = self.registry.get(name)
-            if existing is not None and existing.origin != origin:
-                holder = existing.origin if existing.source == "mcp" else f"the {existing.source} tool"
-                collisions.append(
-                    f"tool '{tool.name}' would be named '{name}', which {holder} already has; "
-                    f"'{tool.name}' is not offered (rename one of the servers in mcp.json)"
-                )
-                continue
-            definition = ToolDefinition(
-                name=name,
-                description=tool.description or getattr(tool, "title", None) or "",
-                parameters=parameters_from_schema(tool.input_schema),
-                execute=_executor(connection, tool.name, parameters_from_schema(tool.input_schema)),
-                policy=self._kept_policies.get(name, connection.policy),
-                source="mcp",
-                origin=origin,
-            )
-            self.registry.add(definition, replace=True)
-            names.append(name)
-        self._registered[connection.name] = names
-        self._collisions[connection.name] = collisions
-        for message in collisions:
-            self._notices.append(f"MCP server '{connection.name}': {message}")
+        self._notices.extend(self.publisher.publish(connection))
 
     def _unregister(self, server: str) -> None:
-        """Remove the server's tools, remembering a policy the user changed for each."""
         connection = self._connections.get(server)
-        for name in self._registered.pop(server, []):
-            current = self.registry.get(name)
-            if current is not None and connection is not None and current.policy != connection.policy:
-                self._kept_policies[name] = current.policy
-            self.registry.unregister(name)
+        self.publisher.withdraw(server, connection.policy if connection else None)
 
     # ---- reporting ----
 
@@ -445,9 +407,9 @@ class MCPManager:
             transport=connection.transport,
             policy=connection.policy,
             error=connection.error,
-            tools=tuple(self._registered.get(name, [])),
+            tools=self.publisher.names(name),
             log_path=str(connection.log_path) if connection.transport == "stdio" else None,
-            collisions=tuple(self._collisions.get(name, [])),
+            collisions=self.publisher.collisions(name),
         )
 
     def statuses(self) -> list[ServerStatus]:
@@ -472,21 +434,6 @@ class MCPManager:
         """Call `listener(statuses)` on every server state change; returns an unsubscribe."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-
-def _executor(connection: ServerConnection, tool: str, parameters: list[Any]) -> Callable[..., Any]:
-    """The tool's `execute`: call the server, turn `isError` into an exception."""
-    optional = {p.key for p in parameters if not p.required}
-
-    async def execute(**kwargs: Any) -> Any:
-        args = {k: v for k, v in kwargs.items() if not (v is None and k in optional)}
-        result = await connection.call(tool, args)
-        if result.is_error:
-            raise MCPToolError(error_text(result.content))
-        return output_from_content(result.content, result.structured_content)
-
-    execute.__name__ = tool_name(connection.name, tool)
-    return execute
 
 
 __all__ = ["MCPManager", "ServerStatus", "MCPServerError", "MCPToolError"]
