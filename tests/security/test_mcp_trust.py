@@ -43,6 +43,19 @@ def widget_states(kernel: RawKernel, model: str) -> list[dict[str, Any]]:
     return [m["content"]["data"]["state"] | {"comm_id": m["content"]["comm_id"]} for m in kernel.comm_opens(model)]
 
 
+def click_on_subshell(kernel: RawKernel, comm_id: str) -> None:
+    """A Button click sent on a kernel subshell, as JupyterLab's widget manager does (ipykernel 7)."""
+    request = kernel.kc.session.msg("create_subshell_request", {})
+    kernel.kc.control_channel.send(request)
+    reply = kernel.kc.get_control_msg(timeout=10)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    click = kernel.kc.session.msg(
+        "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
+    )
+    click["header"]["subshell_id"] = reply["content"]["subshell_id"]
+    kernel.kc.shell_channel.send(click)
+
+
 def every_output(kernel: RawKernel) -> str:
     return json.dumps([m["content"] for m in kernel.iopub])
 
@@ -101,7 +114,7 @@ def test_project_mcp_json_waits_for_trust(tmp_path: Path) -> None:
             assert len(cards) == 2, "the changed file shows a new card"
 
             trust_buttons = [s for s in widget_states(kernel, "ButtonModel") if s.get("description") == "Trust"]
-            kernel.click(trust_buttons[-1]["comm_id"])
+            click_on_subshell(kernel, trust_buttons[-1]["comm_id"])  # as JupyterLab sends it
             kernel.wait_until(f"__import__('pathlib').Path({str(mark)!r}).exists()", timeout=30)
             assert "demo (stdio, policy auto): ready" in kernel.text("%agent tools")
             assert stored.is_trusted(config, digest(config.read_bytes()))
