@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -114,7 +115,7 @@ def lab_page(tmp_path: Path) -> Iterator[tuple[Any, Any, Listener]]:
         nb.cells = [cell]
         nbformat.write(nb, root / NOTEBOOK)
         with pytest.MonkeyPatch.context() as mp:
-            for name in [n for n in __import__("os").environ if n.startswith(("AGENTIK_", "LLM_"))]:
+            for name in [n for n in os.environ if n.startswith(("AGENTIK_", "LLM_"))]:
                 mp.delenv(name)
             server = stack.enter_context(jupyter(root, home, app="lab", env={}, timeout=60))
         playwright = stack.enter_context(sync_api.sync_playwright())
