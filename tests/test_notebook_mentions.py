@@ -9,7 +9,7 @@ import pytest
 from agentik_jupyter.notebook.mentions import HEADER, MAX_MENTIONS, attach_mentions, mentioned_names
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
-from .kernel_support import NotebookKernel, kernel_env, user_texts
+from .kernel_support import NotebookKernel, kernel_env, transcript, user_texts
 
 
 def test_mentions_are_user_variables_only_and_emails_are_not_mentions() -> None:
@@ -39,7 +39,7 @@ def test_a_mentioned_frame_reaches_the_model_with_its_profile(tmp_path: Path) ->
         try:
             kernel.run("%load_ext agentik_jupyter")
             kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'e'], 'price': [1.5, None, None]})")
-            kernel.run("%%agent --wait\nWhy are prices missing in @sales? Write to bob@example.com")
+            cell = kernel.run("%%agent --wait\nWhy are prices missing in @sales? Write to bob@example.com")
         finally:
             kernel.close()
         (request,) = llm.requests
@@ -48,3 +48,5 @@ def test_a_mentioned_frame_reaches_the_model_with_its_profile(tmp_path: Path) ->
     assert HEADER in question and "### @sales" in question
     assert "price" in question and "region" in question and "3 rows" in question
     assert "@example" not in question.split(HEADER, 1)[1]
+    shown = transcript(cell.outputs)["text/plain"]  # the cell shows the question as typed, and the answer
+    assert "Two prices are missing." in shown and HEADER not in shown

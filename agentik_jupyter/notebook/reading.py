@@ -8,12 +8,18 @@ that cell in full by id.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .document import Cell, NotebookDoc
 
 OVERVIEW_BUDGET_CHARS = 12_000
 FULL_BUDGET_CHARS = 20_000
 MIN_SOURCE_CHARS = 120
 FULL_OUTPUT_CHARS = 2_000
+
+
+def _name(doc: NotebookDoc) -> str:
+    return Path(doc.path).name if doc.path else "(unsaved)"
 
 
 def _origin_note(doc: NotebookDoc) -> str:
@@ -39,7 +45,7 @@ def overview(doc: NotebookDoc, budget: int = OVERVIEW_BUDGET_CHARS, offset: int 
 
     `offset` is the index of `doc.cells[0]` in the whole notebook (for a range).
     """
-    header = f"Notebook {doc.path or '(unsaved)'}: {len(doc.cells)} cells ({_origin_note(doc)})"
+    header = f"Notebook {_name(doc)}: {len(doc.cells)} cells ({_origin_note(doc)})"
     if not doc.cells:
         return header + "\nThe notebook has no cells."
     share = max(MIN_SOURCE_CHARS, (budget - len(header)) // len(doc.cells) - 150)
@@ -62,7 +68,7 @@ def one_cell(doc: NotebookDoc, cell_id: str) -> str:
         ids = ", ".join(c.id for c in doc.cells[:20])
         raise LookupError(f"no cell with id {cell_id!r} in the notebook ({_origin_note(doc)}); ids: {ids}")
     index, cell = found
-    return f"Notebook {doc.path or '(unsaved)'} ({_origin_note(doc)})\n\n" + _cell_block(
+    return f"Notebook {_name(doc)} ({_origin_note(doc)})\n\n" + _cell_block(
         index, cell, FULL_BUDGET_CHARS, FULL_OUTPUT_CHARS
     )
 
