@@ -203,3 +203,89 @@ def test_no_server_says_so_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     with pytest.raises(ConfigurationError, match="no Jupyter server started this kernel"):
         asyncio.run(first())
+
+
+# ---- a real kernel with AGENTIK_TRANSPORT=server and no key of its own ----
+
+
+def widget_values(kernel: Any, since: int = 0) -> list[str]:
+    """Every `value` the kernel sent to widget views (what the user watched change)."""
+    return [
+        str(m["content"]["data"]["state"]["value"]) for m in kernel.iopub[since:]
+        if m["msg_type"] in {"comm_msg", "comm_open"} and "value" in m["content"]["data"].get("state", {})
+    ]
+
+
+def stop_button(kernel: Any, since: int) -> str:
+    stops = [
+        m["content"]["comm_id"] for m in kernel.iopub[since:]
+        if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
+        and "Stop" in m["content"]["data"]["state"].get("description", "")
+    ]
+    assert stops, "no Stop button in the cell's view"
+    return stops[-1]
+
+
+def test_kernel_streams_through_the_server_without_the_key(
+    server: RunningServer, llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    from tests.kernel_support import AGENT_EXPR, RawKernel, kernel_env
+
+    import os
+
+    # jupyter_client sets the kernel's JPY_PARENT_PID to its launcher (this process), so this
+    # process plays the server that started the kernel: its runtime file is the real server's.
+    (info,) = (server.log_path.parent / "runtime").glob("jpserver-*.json")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / f"jpserver-{os.getpid()}.json").write_text(info.read_text())
+    env = kernel_env(None, AGENTIK_TRANSPORT="server", JUPYTER_RUNTIME_DIR=str(runtime),
+                     AGENTIK_DB_PATH=str(tmp_path / "k.agentik.db"))
+    assert not any(k.startswith("LLM_") for k in env)
+    s = f"{AGENT_EXPR}.session"
+    kernel = RawKernel(env, tmp_path)
+    try:
+        kernel.text("%load_ext agentik_jupyter")
+        assert kernel.value("__import__('os').environ.get('LLM_API_KEY')") is None
+        llm.push(Reply.text(" ".join(f"tok{i}" for i in range(40))))
+        seen = len(kernel.iopub)
+        ex = kernel.execute("%%agent\nStream me an answer.", timeout=30)
+        assert ex.ok, ex.text
+        kernel.wait_until(f"not {s}.busy and {s}.agent_store.status == 'idle'", timeout=30)
+        kernel.drain(0.3)
+        values = widget_values(kernel, seen)
+        growing = {v for v in values if "tok3" in v and "tok39" not in v}
+        assert len(growing) >= 2, "the answer should arrive in more than one widget update"
+        assert any("tok39" in v for v in values)
+        assert kernel.value(f"{s}.chat_store.messages[-1].content").endswith("tok39")
+
+        # Stop in the kernel closes the stream; the server drops the provider request at once.
+        llm.push(Reply.text(LONG_ANSWER))
+        before, seen = len(llm.hangups), len(kernel.iopub)
+        ex = kernel.execute("%%agent\nWrite a long essay.", timeout=30)
+        assert ex.ok, ex.text
+        stop = stop_button(kernel, seen)
+        kernel.wait_until(f"{s}.agent_store.status == 'responding'", timeout=15)
+        kernel.click(stop)
+        kernel.wait_until(f"not {s}.busy", timeout=5, interval=0.02)
+        stopped = time.monotonic()
+        while len(llm.hangups) == before:
+            assert time.monotonic() - stopped < 3, "the provider request outlived Stop"
+            time.sleep(0.02)
+    finally:
+        kernel.close()
+
+
+def test_kernel_without_a_server_says_so_in_the_cell(tmp_path: Path) -> None:
+    from tests.kernel_support import RawKernel, kernel_env
+
+    env = kernel_env(None, AGENTIK_TRANSPORT="server", JUPYTER_RUNTIME_DIR=str(tmp_path),
+                     AGENTIK_DB_PATH=str(tmp_path / "k.agentik.db"))
+    kernel = RawKernel(env, tmp_path)
+    try:
+        kernel.text("%load_ext agentik_jupyter")
+        ex = kernel.execute("%%agent --wait\nhello", timeout=30)
+        assert "no Jupyter server started this kernel" in ex.text + json.dumps(
+            [m["content"] for m in ex.messages]), ex.text
+    finally:
+        kernel.close()
