@@ -271,7 +271,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     venv_bin = str(Path(sys.executable).parent)
     env = {
         **srv.env(),
-        "AGENTIK_DB_PATH": str(tmp / "sessions.agentik.db"),
         "AGENTIK_APPROVAL_TIMEOUT": "120",  # never hang forever if a click is lost
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
     }
