@@ -134,10 +134,11 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         return inspect_value(name, lookup(shell.user_ns, name, shell.user_ns_hidden))
 
     def describe_dataframe(name: str, columns: list[str] | None = None) -> ToolOutput:
-        """Profile a pandas or polars DataFrame/Series.
+        """Profile a pandas or polars DataFrame/Series, or a lazy one (Dask, Polars LazyFrame, DuckDB, Spark).
 
         Shape, columns with dtypes, null counts, statistics and the first rows.
         Bounded in size for any frame; statistics of long frames come from a row sample.
+        Lazy frames are summarised by their own engine within a time budget.
 
         Args:
             name: the DataFrame's variable name (or attribute path)
