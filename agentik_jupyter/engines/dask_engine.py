@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from typing import Any, Callable
 
 from .base import ColumnStats, Head, Job, StatsResult
@@ -75,7 +76,8 @@ def _partition_stats(part: Any, keys: list[Any], ordered: set[Any], numeric: set
     np = sys.modules["numpy"]
     out: dict[Any, Any] = {"__rows": len(part)}
     for key in keys:
-        valid = part[key].dropna()
+        column = part[key]
+        valid = column.dropna() if column.hasnans else column
         stats: dict[str, Any] = {"nulls": len(part) - len(valid), "n": len(valid)}
         if len(valid) and key in ordered:
             stats["min"], stats["max"] = valid.min(), valid.max()
@@ -153,7 +155,13 @@ class DaskEngine:
         return None
 
     def head(self, n: int) -> Job[Head]:
-        job = _compute(lambda: [self.df.head(n, npartitions=1, compute=False)])
+        """The first rows of the first partition only (fewer when it is short): one partition's work."""
+        def build() -> list[Any]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "Insufficient elements for head": the text says how many rows came
+                return [self.df.head(n, npartitions=1, compute=False)]
+
+        job = _compute(build)
 
         def run() -> Head:
             frame = job.run()[0]
