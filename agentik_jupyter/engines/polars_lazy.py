@@ -1,7 +1,8 @@
 """Polars LazyFrames: one `select` of aggregates, run as a background query that can be cancelled.
 
-`collect(background=True)` hands back an InProcessQuery whose `cancel()` stops Polars'
-own threads, so the budget and Stop reach the engine. The fallback sample is the first
+`collect(background=True, engine="streaming")` hands back an InProcessQuery whose `cancel()`
+asks Polars to stop; the worker thread polls it, so the tool can always abandon the query
+at the deadline or on Stop (Polars may finish a running step first). The fallback sample is the first
 SAMPLE_ROWS rows (`head` is pushed down into the scan, so it bounds the work).
 """
 
@@ -21,6 +22,18 @@ def is_lazy_frame(value: Any) -> bool:
     return isinstance(kind, type) and isinstance(value, kind)
 
 
+# Cancelled queries are kept until Polars has delivered their (small) results: dropping one
+# that is still running makes Polars' worker panic on the closed channel, on stderr.
+_parked: list[Any] = []
+_PARKED_MAX = 64
+
+
+def _park(query: Any) -> None:
+    _parked.append(query)
+    if len(_parked) > _PARKED_MAX:
+        del _parked[: len(_parked) - _PARKED_MAX]
+
+
 def _collect(lazy: Any) -> Job[Any]:
     """Collect `lazy` in Polars' background pool; cancel() stops it."""
     handle: list[Any] = []
@@ -32,6 +45,7 @@ def _collect(lazy: Any) -> Job[Any]:
         while True:
             if cancelled:
                 query.cancel()
+                _park(query)
                 raise RuntimeError("cancelled")
             result = query.fetch()
             if result is not None:
@@ -42,6 +56,7 @@ def _collect(lazy: Any) -> Job[Any]:
         cancelled.append(True)
         for query in handle:
             query.cancel()
+            _park(query)
 
     return Job(run, cancel)
 
@@ -87,7 +102,7 @@ class PolarsLazyEngine:
                 exprs.append(col.mean().alias(f"{i}_mean"))
             if not dtype.is_nested():
                 parts.append("distinct")
-                exprs.append(col.approx_n_unique().alias(f"{i}_distinct"))
+                exprs.append(col.drop_nulls().approx_n_unique().alias(f"{i}_distinct"))
             plan.append((name, parts))
         job = _collect(lazy.select(exprs))
 
