@@ -59,12 +59,6 @@ def small_pandas() -> Any:
     })
 
 
-@pytest.fixture(autouse=True)
-def warm_dask() -> None:
-    """A user has computed something before: dask's first compute imports `distributed` (seconds)."""
-    dd.from_pandas(pd.DataFrame({"a": [1]}), npartitions=1).a.sum().compute()
-
-
 def check_small(text: str, label: str = "Dask DataFrame") -> None:
     assert f"{label} 'ddf': 3 columns, 3 partitions" in text
     assert "rows: 6\n" in text and "on the whole data (6 rows)" in text

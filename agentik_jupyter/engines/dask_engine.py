@@ -63,8 +63,11 @@ def _compute(build: Callable[[], list[Any]]) -> Job[list[Any]]:
             raise _Cancelled("cancelled")
 
     def run_local() -> list[Any]:
-        # Naming the scheduler keeps dask from importing `distributed` just to look for a Client.
+        # Passing the scheduler function keeps dask from importing `distributed` (seconds, cold)
+        # just to look for a Client we already know is not there.
         scheduler = dask.config.get("scheduler", None) or "threads"
+        if isinstance(scheduler, str):
+            scheduler = sys.modules["dask.base"].named_schedulers.get(scheduler.lower(), scheduler)
         return list(dask.compute(*build(), scheduler=scheduler, callbacks=[(None, None, pretask, None, None)]))
 
     return Job(run_local, cancelled.set)
