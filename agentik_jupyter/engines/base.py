@@ -55,6 +55,7 @@ class StatsResult:
     columns: dict[str, ColumnStats]
     sample_how: str = ""
     estimated_total: int | None = None
+    covers_all: bool = False
 
 
 @dataclass

@@ -210,6 +210,7 @@ class DaskEngine:
             if total_rows is None:
                 result.estimated_total = round(result.rows * n / len(picked))
             result.sample_how = f"{len(picked):,} of {n:,} partitions, spread evenly"
+            result.covers_all = len(picked) == n
             return result
 
         return Job(run, job.cancel)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from .base import ColumnStats, Head, Job, StatsResult
 from .limits import SAMPLE_ROWS
 
 _VIEW = "agentik_rel"
+T = TypeVar("T")
 _NUMERIC = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL.*|NUMERIC.*)$")
 _ORDERED = re.compile(r"^(DATE|TIME.*|TIMESTAMP.*|INTERVAL)$")
 _NESTED = re.compile(r"(\[|STRUCT|MAP|UNION)")
@@ -55,12 +56,27 @@ class DuckDBEngine:
         if duckdb is not None:
             duckdb.interrupt()
 
+    def _quietly(self, fetch: Callable[[], T]) -> T:
+        """Run `fetch` with DuckDB's progress bar off (it would print into the user's cell), then restore it."""
+        con = getattr(self.rel, "_con", None)
+        if con is None:
+            return fetch()
+        try:
+            was = con.sql("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
+            con.execute("SET enable_progress_bar = false")
+        except Exception:
+            return fetch()
+        try:
+            return fetch()
+        finally:
+            con.execute(f"SET enable_progress_bar = {'true' if was else 'false'}")
+
     def _query(self, sql: str) -> Job[list[tuple[Any, ...]]]:
-        return Job(lambda: self.rel.query(_VIEW, sql).fetchall(), self._cancel)
+        return Job(lambda: self._quietly(lambda: self.rel.query(_VIEW, sql).fetchall()), self._cancel)
 
     def head(self, n: int) -> Job[Head]:
         def run() -> Head:
-            return Head([str(c) for c in self.rel.columns], self.rel.limit(n).fetchall())
+            return Head([str(c) for c in self.rel.columns], self._quietly(lambda: self.rel.limit(n).fetchall()))
 
         return Job(run, self._cancel)
 
@@ -111,6 +127,7 @@ class DuckDBEngine:
         def run() -> StatsResult:
             result = job.run()
             result.sample_how = "its first rows, via LIMIT"
+            result.covers_all = result.rows < SAMPLE_ROWS
             return result
 
         return Job(run, job.cancel)

@@ -11,10 +11,11 @@ import os
 BUDGET_ENV = "AGENTIK_DESCRIBE_BUDGET_S"
 DEFAULT_BUDGET_S = 5.0
 # Cumulative shares of the budget by which each phase must be done (describe.py):
-# first rows, whole-data statistics, sample statistics; an exact count gets the rest.
+# first rows, sample statistics, the exact count, whole-data statistics.
 HEAD_SHARE = 0.15
-FULL_STATS_SHARE = 0.5
-SAMPLE_SHARE = 0.85
+SAMPLE_SHARE = 0.45
+COUNT_SHARE = 0.65
+FULL_STATS_SHARE = 1.0
 # Rows (DuckDB, Spark, Polars) or share of partitions (Dask) in the fallback sample.
 SAMPLE_ROWS = 100_000
 SAMPLE_PARTITION_SHARE = 0.01
@@ -22,7 +23,7 @@ MIN_SAMPLE_PARTITIONS = 1
 # Hashes kept per column by the Dask distinct-count sketch (k minimum values; ~3% error).
 KMV_SIZE = 1_024
 # How long a cancelled engine call may take to wind down before the tool returns anyway.
-CANCEL_GRACE_S = 1.0
+CANCEL_GRACE_S = 0.5
 POLL_S = 0.05
 
 BUDGET_CHARS = 8_000

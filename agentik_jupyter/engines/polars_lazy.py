@@ -128,6 +128,7 @@ class PolarsLazyEngine:
         def run() -> StatsResult:
             result = job.run()
             result.sample_how = "its first rows, via head"
+            result.covers_all = result.rows < SAMPLE_ROWS
             return result
 
         return Job(run, job.cancel)

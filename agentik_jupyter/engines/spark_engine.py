@@ -135,6 +135,7 @@ class SparkEngine:
         def run() -> StatsResult:
             result = job.run()
             result.sample_how = "its first rows, via limit"
+            result.covers_all = result.rows < SAMPLE_ROWS
             return result
 
         return Job(run, job.cancel)

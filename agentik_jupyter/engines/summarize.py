@@ -1,9 +1,10 @@
 """Summarise a lazy frame through its engine in phases that share one time budget.
 
 Phases, each with a cumulative deadline so time one saves rolls over to the next:
-the first rows (limit/head); statistics and the row count on the whole data; only when
-the whole data did not fit, statistics on an engine-side sample; then, if the rows are
-still not known exactly, a count with what is left. A phase that misses its deadline is
+the first rows (limit/head); statistics on an engine-side sample, whose work is bounded
+(and which is the whole data when the frame is small); statistics and the row count on the
+whole data, replacing the sample's when they fit, after an exact count (cheaper, and when
+even counting does not fit, the whole-data statistics are not tried). A phase that misses its deadline is
 cancelled through the engine and the text says what is missing or estimated.
 """
 
@@ -14,7 +15,7 @@ import time
 from typing import Callable, TypeVar
 
 from .base import Engine, Job, OverBudget, Summary, run_bounded
-from .limits import FULL_STATS_SHARE, HEAD_ROWS, HEAD_SHARE, MAX_COLUMNS, SAMPLE_SHARE
+from .limits import COUNT_SHARE, FULL_STATS_SHARE, HEAD_ROWS, HEAD_SHARE, MAX_COLUMNS, SAMPLE_SHARE
 from .render import render
 
 T = TypeVar("T")
@@ -68,30 +69,44 @@ def summarize(engine: Engine, name: str, columns: list[str] | None, budget_s: fl
         summary.rows, summary.rows_exact, summary.rows_note = cheap, True, "from metadata"
     if summary.profiled:
         _statistics(engine, summary, budget_s, mark)
-    if not summary.rows_exact:
-        count, why = _attempt(engine.count(), mark(1.0))
-        if count is not None:
-            summary.rows, summary.rows_exact, summary.rows_note = count, True, ""
-        elif summary.rows is None:
-            summary.rows_note = "counting did not fit the time budget" if why == "over budget" else why
+    elif not summary.rows_exact:
+        _count(engine, summary, mark(1.0))
     return summary
 
 
+def _count(engine: Engine, summary: Summary, deadline: float) -> bool:
+    """The exact row count if it fits; False when counting did not fit (whole-data statistics will not either)."""
+    count, why = _attempt(engine.count(), deadline)
+    if count is not None:
+        summary.rows, summary.rows_exact, summary.rows_note = count, True, ""
+        return True
+    if summary.rows is None:
+        summary.rows_note = "counting did not fit the time budget" if why == "over budget" else why
+    return why != "over budget"
+
+
 def _statistics(engine: Engine, summary: Summary, budget_s: float, mark: Callable[[float], float]) -> None:
-    """Whole-data statistics if they fit their share of the budget, else an engine-side sample's."""
-    full, why = _attempt(engine.full_stats(summary.profiled), mark(FULL_STATS_SHARE))
+    """An engine-side sample's statistics first (bounded work), then the whole data's if they fit."""
+    total = summary.rows if summary.rows_exact else None
+    sample, sample_why = _attempt(engine.sample_stats(summary.profiled, total), mark(SAMPLE_SHARE))
+    if sample is not None and sample.covers_all:
+        sample.sample_how = ""
+        summary.stats = sample
+        summary.rows, summary.rows_exact, summary.rows_note = sample.rows, True, ""
+        return
+    full, why = None, "over budget"
+    if summary.rows_exact or _count(engine, summary, mark(COUNT_SHARE)):
+        full, why = _attempt(engine.full_stats(summary.profiled), mark(FULL_STATS_SHARE))
     if full is not None:
         summary.stats = full
         summary.rows, summary.rows_exact, summary.rows_note = full.rows, True, ""
         return
     reason = f"the whole data did not fit the {budget_s:g} s budget" if why == "over budget" else f"whole data: {why}"
-    total = summary.rows if summary.rows_exact else None
-    sample, why = _attempt(engine.sample_stats(summary.profiled, total), mark(SAMPLE_SHARE))
     if sample is None:
-        summary.stats_note = f"not computed ({reason}; the sample: {why})"
+        summary.stats_note = f"not computed ({reason}; the sample: {sample_why})"
         return
     summary.stats, summary.stats_note = sample, reason
-    if summary.rows is None and sample.estimated_total is not None:
+    if not summary.rows_exact and sample.estimated_total is not None:
         summary.rows, summary.rows_exact = sample.estimated_total, False
         summary.rows_note = "from the sample"
 
