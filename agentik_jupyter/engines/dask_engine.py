@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
 from typing import Any, Callable
 
 from .base import ColumnStats, Head, Job, StatsResult
@@ -94,6 +93,10 @@ def _partition_stats(part: Any, keys: list[Any], ordered: set[Any], numeric: set
     return out
 
 
+def _first_rows(part: Any, n: int) -> Any:
+    return part.head(n)
+
+
 def _smallest_distinct(np: Any, hashes: Any) -> Any:
     """The KMV_SIZE smallest distinct hashes (sort + neighbour compare: numpy's unique is far slower here)."""
     ordered = np.sort(hashes)
@@ -160,9 +163,8 @@ class DaskEngine:
     def head(self, n: int) -> Job[Head]:
         """The first rows of the first partition only (fewer when it is short): one partition's work."""
         def build() -> list[Any]:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "Insufficient elements for head": the text says how many rows came
-                return [self.df.head(n, npartitions=1, compute=False)]
+            first = self.df.partitions[0]
+            return [first.map_partitions(_first_rows, n, meta=first._meta)]
 
         job = _compute(build)
 
