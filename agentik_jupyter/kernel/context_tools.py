@@ -134,7 +134,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         return inspect_value(name, lookup(shell.user_ns, name, shell.user_ns_hidden))
 
     def describe_dataframe(name: str, columns: list[str] | None = None) -> ToolOutput:
-        """Profile a pandas or polars DataFrame/Series, or a lazy one (Dask, Polars LazyFrame, DuckDB, Spark).
+        """Profile a pandas or polars DataFrame/Series.
 
         Shape, columns with dtypes, null counts, statistics and the first rows.
         Bounded in size for any frame; statistics of long frames come from a row sample.
