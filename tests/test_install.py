@@ -242,7 +242,13 @@ def lab(installed: dict[str, Any], work: Path) -> Iterator[Lab]:
 def run_agent_cells(lab: Lab, answer: str, end: str) -> str:
     """Run the four cells; return the %%agent cell's text seen while it was still streaming."""
     lab.srv.push(Reply.text(answer))
-    run_first_cell(lab)
+    try:
+        run_first_cell(lab)
+    except Exception:
+        dialogs = lab.page.locator(".jp-Dialog")
+        shown = [dialogs.nth(i).inner_text() for i in range(dialogs.count())]
+        lab.shot("failed.png")
+        raise AssertionError(f"could not run the first cell; dialogs shown: {shown}") from None
     for _ in range(CELL_PANEL):
         lab.page.keyboard.press("Shift+Enter")
     out = lab.output(CELL_AGENT)
