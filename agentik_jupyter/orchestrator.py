@@ -8,7 +8,6 @@ provider, network and configuration failures end a turn with an error.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import time
@@ -25,7 +24,7 @@ from .providers.base import (
     UsageDelta,
 )
 from .providers.errors import AgentikError, scrub
-from .registry import ToolRegistry
+from .registry import ToolRegistry, run_tool
 from .store import AgentStore, ChatStore
 from .types import (
     AgentContext,
@@ -270,13 +269,7 @@ class Orchestrator:
                 )
         args = coerce_arguments(call.args, definition.parameters)
         try:
-            fn = definition.execute
-            if inspect.iscoroutinefunction(fn):
-                value = await fn(**args)
-            else:
-                value = await asyncio.to_thread(fn, **args)
-                if inspect.isawaitable(value):
-                    value = await value
+            value = await run_tool(definition, args)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
