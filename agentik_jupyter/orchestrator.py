@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
+from .arguments import bound_arguments
 from .providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -166,7 +167,7 @@ class Orchestrator:
             for iteration in range(self.max_iterations):
                 partial.clear()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
-                calls = _unique_ids(response.tool_calls, iteration)
+                calls = bound_arguments(_unique_ids(response.tool_calls, iteration))
                 assistant = ChatMessage(
                     role="assistant",
                     content=response.content or "",
