@@ -8,13 +8,13 @@ provider, network and configuration failures end a turn with an error.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
+from .arguments import bound_arguments
 from .providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -25,7 +25,7 @@ from .providers.base import (
     UsageDelta,
 )
 from .providers.errors import AgentikError, scrub
-from .registry import ToolRegistry
+from .registry import ToolRegistry, run_tool
 from .store import AgentStore, ChatStore
 from .types import (
     AgentContext,
@@ -167,7 +167,7 @@ class Orchestrator:
             for iteration in range(self.max_iterations):
                 partial.clear()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
-                calls = _unique_ids(response.tool_calls, iteration)
+                calls = bound_arguments(_unique_ids(response.tool_calls, iteration))
                 assistant = ChatMessage(
                     role="assistant",
                     content=response.content or "",
@@ -270,13 +270,7 @@ class Orchestrator:
                 )
         args = coerce_arguments(call.args, definition.parameters)
         try:
-            fn = definition.execute
-            if inspect.iscoroutinefunction(fn):
-                value = await fn(**args)
-            else:
-                value = await asyncio.to_thread(fn, **args)
-                if inspect.isawaitable(value):
-                    value = await value
+            value = await run_tool(definition, args)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -1,15 +1,24 @@
-"""Tool registries and the `@tool` decorator.
+"""Tool registries, the `@tool` decorator, and where a tool runs.
 
 A tool is a plain or async Python function; its type hints become the
 parameters the model sees, its docstring the description.
+
+Where it runs (`run_tool`): an async tool is awaited on the kernel's loop; a plain
+function is called directly on the loop's thread, the kernel's main thread, between the
+user's executions, so it never races a cell over the same DataFrame (pandas and
+matplotlib are not thread-safe) and a kernel interrupt reaches it. A long synchronous
+tool can opt into a worker thread with `@tool(thread=True)`: the kernel and the Stop
+button stay responsive while it runs, but it may run beside the user's next cell, and
+Stop abandons it rather than stopping it (the thread runs to its end).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import types
 import typing
-from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origin
+from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origin, overload
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -53,12 +62,30 @@ class DefinitionRegistry(Generic[T]):
 
 
 class ToolRegistry(DefinitionRegistry[ToolDefinition]):
+    @overload
+    def register(self, name: ToolDefinition, item: None = None, *, replace: bool = False) -> ToolDefinition: ...
+
+    @overload
+    def register(self, name: str, item: ToolDefinition, *, replace: bool = False) -> ToolDefinition: ...
+
+    def register(
+        self, name: str | ToolDefinition, item: ToolDefinition | None = None, *, replace: bool = False
+    ) -> ToolDefinition:
+        """`register(definition)` as in the spec (the same as `add`), or `register(name, definition)`."""
+        if isinstance(name, ToolDefinition):
+            if item is not None:
+                raise TypeError("register(definition) takes no second definition")
+            return self.add(name, replace=replace)
+        if item is None:
+            raise TypeError(f"register({name!r}) needs the ToolDefinition to register")
+        return super().register(name, item, replace=replace)
+
     def add(self, definition: ToolDefinition, *, replace: bool = False) -> ToolDefinition:
         existing = self.get(definition.name)
         redefinition = (
             existing is not None and existing.origin is not None and existing.origin == definition.origin
         )
-        return self.register(definition.name, definition, replace=replace or redefinition)
+        return super().register(definition.name, definition, replace=replace or redefinition)
 
     def to_tool_schemas(self) -> list[ToolSchema]:
         """Every tool in the internal, provider-agnostic form that adapters convert."""
@@ -162,8 +189,14 @@ def definition_from_function(
     description: str | None = None,
     policy: ApprovalPolicy = "auto",
     source: str = "user",
+    thread: bool = False,
 ) -> ToolDefinition:
-    """Build a ToolDefinition from a function's signature, hints and docstring."""
+    """Build a ToolDefinition from a function's signature, hints and docstring.
+
+    `thread=True` runs a synchronous function in a worker thread (see the module docstring).
+    """
+    if thread and inspect.iscoroutinefunction(fn):
+        raise TypeError(f"Tool {fn.__name__!r} is async: it runs on the kernel's loop, thread=True does not apply.")
     doc = inspect.getdoc(fn) or ""
     try:
         hints = typing.get_type_hints(fn)
@@ -189,6 +222,7 @@ def definition_from_function(
         policy=policy,
         source=source,
         origin=f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', fn.__name__)}",
+        thread=thread,
     )
 
 
@@ -211,6 +245,25 @@ def _with_models(fn: Callable[..., Any], models: dict[str, TypeAdapter[Any]]) ->
     return run
 
 
+async def run_tool(definition: ToolDefinition, args: dict[str, Any]) -> Any:
+    """Call a tool where it belongs: async ones awaited on this loop, plain ones on this
+    thread (the kernel's main thread), `thread=True` ones in a worker thread.
+
+    Exceptions, KeyboardInterrupt included, propagate unchanged: an interrupt in a tool is
+    the caller's to handle as a Stop, never a tool error.
+    """
+    fn = definition.execute
+    if inspect.iscoroutinefunction(fn):
+        value = await fn(**args)
+    elif definition.thread:
+        value = await asyncio.to_thread(fn, **args)
+    else:
+        value = fn(**args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
 default_registry = ToolRegistry()
 
 
@@ -222,15 +275,24 @@ def tool(
     policy: ApprovalPolicy = "auto",
     replace: bool = False,
     registry: ToolRegistry | None = None,
+    thread: bool = False,
 ) -> Any:
     """Register a function as a tool the model can call.
 
     Redefining the same function (re-running its notebook cell) replaces the
     tool; a different function under a taken name needs `replace=True`.
+
+    A plain function runs on the kernel's main thread between the user's cells: safe
+    with pandas and matplotlib, interruptible with the kernel's Interrupt, but the
+    kernel (widgets, Stop) waits while it runs. `thread=True` runs it in a worker
+    thread instead: the kernel stays responsive, but the tool may run while the user's
+    next cell changes the same data, and Stop cannot end it early (the thread finishes
+    its work; only the turn moves on). Use it for long, self-contained work (a network
+    call, a file scan) that does not touch the user's variables.
     """
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        definition = definition_from_function(f, name=name, description=description, policy=policy)
+        definition = definition_from_function(f, name=name, description=description, policy=policy, thread=thread)
         (registry if registry is not None else default_registry).add(definition, replace=replace)
         f.__agentik_tool__ = definition  # type: ignore[attr-defined]
         return f

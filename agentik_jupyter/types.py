@@ -137,6 +137,7 @@ class ToolDefinition(BaseModel):
     policy: ApprovalPolicy = "auto"
     source: str = "user"
     origin: str | None = Field(default=None, exclude=True)
+    thread: bool = Field(default=False, exclude=True)  # a sync tool that runs in a worker thread
 
     def schema_(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)

@@ -190,7 +190,7 @@ async def test_interrupt_while_streaming_keeps_partial_text() -> None:
     assert len(chat.messages) == 1 and 0 < len(chat.messages[0].content) < 400
 
 
-async def test_sync_tools_run_in_a_thread_and_async_tools_are_awaited() -> None:
+async def test_sync_tools_run_on_the_loop_thread_unless_they_opt_into_a_thread() -> None:
     reg = ToolRegistry()
     loop_thread = threading.get_ident()
     where: dict[str, int] = {}
@@ -200,15 +200,21 @@ async def test_sync_tools_run_in_a_thread_and_async_tools_are_awaited() -> None:
         where["sync"] = threading.get_ident()
         return "s"
 
+    @tool(registry=reg, thread=True)
+    def threaded_tool() -> str:
+        where["threaded"] = threading.get_ident()
+        return "t"
+
     @tool(registry=reg)
     async def async_tool() -> str:
         where["async"] = threading.get_ident()
         return "a"
 
-    orch, _, chat, _, _ = make([Step.calls(("sync_tool", {}), ("async_tool", {})), Step.say("ok")], reg)
+    steps = [Step.calls(("sync_tool", {}), ("threaded_tool", {}), ("async_tool", {})), Step.say("ok")]
+    orch, _, chat, _, _ = make(steps, reg)
     await orch.run(user())
-    assert where["sync"] != loop_thread and where["async"] == loop_thread
-    assert [m.tool_result.result for m in chat.messages if m.role == "tool"] == ["s", "a"]
+    assert where["sync"] == loop_thread and where["async"] == loop_thread and where["threaded"] != loop_thread
+    assert [m.tool_result.result for m in chat.messages if m.role == "tool"] == ["s", "t", "a"]
 
 
 async def test_ask_policy_without_approval_is_denied_and_deny_never_runs() -> None:

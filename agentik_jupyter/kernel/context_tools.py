@@ -5,6 +5,11 @@
 Each returns a ToolOutput: bounded text for the model, and a MIME bundle for the
 tool card. A failure raises a clear exception, which the orchestrator turns into
 a ToolResult error the model can correct.
+
+The data tools are plain functions, so they run on the kernel's main thread between the
+user's executions (never beside a cell that mutates the same DataFrame). Where they run
+the user's code (inspection, Out[n] reprs) they do it under a time budget; they read only
+what inspection_policy.py allows.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from .cells import propose_cell
 from .dataframes import describe_frame, frame_kind
 from .execution import CodeExecutionError, run_in_shell
 from .inspection import inspect_value
-from .namespace import clip, lookup, shape_of, short_repr, summarize_variables, type_name, user_variables
+from .inspection_policy import resolve_path
+from .namespace import clip, shape_of, short_repr, summarize_variables, type_name, user_variables
+from .time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, ReadTimeout, call_with_budget
 
 __all__ = [
     "CodeExecutionError",
@@ -65,7 +72,10 @@ def _error_log(shell: Any) -> _ErrorLog:
 
 
 def variables_of(shell: Any, limit: int = 50) -> list[VariableSummary]:
-    """summarize_variables for a shell, hiding what IPython put in its namespace."""
+    """summarize_variables for a shell, hiding what IPython put in its namespace.
+
+    Built before every request from type metadata only: no user code runs for it.
+    """
     return summarize_variables(shell.user_ns, limit=limit, hidden=shell.user_ns_hidden)
 
 
@@ -103,12 +113,41 @@ def cell_history_text(shell: Any, last_n: int) -> ToolOutput:
     for count in reversed(picked):
         block = [f"In [{count}]:", clip(inputs[count].rstrip(), per_cell)]
         if count in outputs:
-            block.append(f"Out[{count}]: {short_repr(outputs[count], 500)}")
+            block.append(f"Out[{count}]: {_bounded_repr(outputs[count], f'Out[{count}]')}")
         if count in errors:
             block.append(f"Error in [{count}]: {errors[count]}")
         blocks.append("\n".join(block))
     text = clip("\n\n".join(blocks), HISTORY_BUDGET_CHARS)
     return ToolOutput(text=text, display={"text/plain": text})
+
+
+def _bounded_repr(value: Any, what: str) -> str:
+    """A short repr of an Out[n] value, or a note when its repr did not answer in time."""
+    try:
+        return call_with_budget(lambda: short_repr(value, 500), HISTORY_ITEM_BUDGET_S, what)
+    except ReadTimeout:
+        return f"<{type_name(value)}: repr timed out after {HISTORY_ITEM_BUDGET_S:g} s>"
+
+
+def inspect_path(shell: Any, name: str) -> ToolOutput:
+    """inspect_variable's work: resolve `name` under the policy and look at it, within the budget."""
+    return call_with_budget(
+        lambda: inspect_value(name, resolve_path(shell.user_ns, name, shell.user_ns_hidden)),
+        INSPECT_TIME_BUDGET_S,
+        name.strip(),
+    )
+
+
+def describe_path(shell: Any, name: str, columns: list[str] | None) -> ToolOutput:
+    """describe_dataframe's work: resolve `name` under the policy and profile it, within the budget."""
+
+    def describe() -> ToolOutput:
+        value = resolve_path(shell.user_ns, name, shell.user_ns_hidden)
+        if frame_kind(value) is None:
+            raise TypeError(f"{name!r} is a {type_name(value)}, not a DataFrame; use inspect_variable instead")
+        return describe_frame(name, value, columns)
+
+    return call_with_budget(describe, INSPECT_TIME_BUDGET_S, name.strip())
 
 
 def make_context_tools(shell: Any) -> list[ToolDefinition]:
@@ -131,7 +170,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         Args:
             name: the variable's name, optionally with attributes (e.g. "model.coef_")
         """
-        return inspect_value(name, lookup(shell.user_ns, name, shell.user_ns_hidden))
+        return inspect_path(shell, name)
 
     def describe_dataframe(name: str, columns: list[str] | None = None) -> ToolOutput:
         """Profile a pandas or polars DataFrame/Series.
@@ -144,10 +183,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
             name: the DataFrame's variable name (or attribute path)
             columns: column names to profile (default: the first 40)
         """
-        value = lookup(shell.user_ns, name, shell.user_ns_hidden)
-        if frame_kind(value) is None:
-            raise TypeError(f"{name!r} is a {type_name(value)}, not a DataFrame; use inspect_variable instead")
-        return describe_frame(name, value, columns)
+        return describe_path(shell, name, columns)
 
     def get_cell_history(last_n: int = 5) -> ToolOutput:
         """Show the most recent notebook cells the user ran: inputs, outputs (Out) and errors.

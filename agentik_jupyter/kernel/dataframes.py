@@ -4,6 +4,8 @@ A wide frame blowing the context window is the complaint to avoid: at most
 MAX_COLUMNS columns are profiled, statistics on more than SAMPLE_ROWS rows are
 estimated from a random row sample, and each section has its own character
 allowance, so a 10-million-row, 500-column frame costs what a small one does.
+A column name is never cut (the model must be able to write it): a long name costs
+its line's statistics, then whole columns, and the text says how many were left out.
 pandas and polars are never imported here; a frame is recognised only through
 modules the user already imported.
 """
@@ -26,11 +28,13 @@ MAX_COLUMNS = 40
 SAMPLE_ROWS = 100_000
 HEAD_ROWS = 5
 HEAD_COLUMNS = 12
+HEAD_VALUE_CHARS = 24
 HTML_ROWS = 10
 HTML_COLUMNS = 20
 _COLUMNS_CHARS = 4_500
 _HEAD_CHARS = 2_000
 _LINE_CHARS = 160
+_NAMES_CHARS = 1_000
 
 
 def frame_kind(value: Any) -> str | None:
@@ -124,35 +128,60 @@ def pick_columns(frame: str, names: list[str], requested: list[str] | None) -> l
 def _column_lines(
     names: list[str], profile: Callable[[int], str], n_cols: int, others: list[str]
 ) -> list[str]:
-    """One line per profiled column, stopping at the section's allowance, then the others' names."""
+    """`columns (k of n profiled):`, one line per profiled column within the section's
+    allowance, then the others' names.
+
+    Names are whole: a line too long for _LINE_CHARS keeps the name and the dtype and drops
+    statistics; a column whose line does not fit the section is listed as not profiled.
+    """
     lines: list[str] = []
     used = 0
+    trimmed = 0
     for i, name in enumerate(names):
-        line = clip(f"  {clip(name, 40)}: {profile(i)}", _LINE_CHARS)
+        line, cut = _fit_line(name, profile(i))
         if used + len(line) > _COLUMNS_CHARS:
             break
         lines.append(line)
         used += len(line) + 1
-    skipped = names[len(lines) :]
-    rest = n_cols - len(lines)
+        trimmed += cut
+    profiled = len(lines)
+    skipped = names[profiled:]
+    rest = n_cols - profiled
+    lines.insert(0, f"columns ({profiled} of {n_cols:,} profiled):" if n_cols else "columns: none")
+    if trimmed:
+        lines.append(f"  (statistics left out for {trimmed:,} column(s) with long names, to stay within the budget)")
     if rest > 0:
-        listed = _name_list([*skipped, *others], 1_000)
-        lines.append(f"  … and {rest:,} more columns, not profiled (pass columns=[...] to profile them): {listed}")
+        listed, unlisted = _name_list([*skipped, *others], _NAMES_CHARS)
+        unlisted += max(0, rest - len(skipped) - len(others))
+        tail = f"; {unlisted:,} more not listed" if unlisted else ""
+        lines.append(
+            f"  … and {rest:,} more columns, not profiled (pass columns=[...] to profile them): {listed}{tail}"
+        )
     return lines
 
 
-def _name_list(names: list[str], limit: int) -> str:
-    """Comma-separated names, as many as fit in `limit` characters."""
+def _fit_line(name: str, profile: str) -> tuple[str, int]:
+    """`  name: dtype; nulls; stats` with whole parts dropped from the end (never the name or
+    the dtype) until it fits _LINE_CHARS; returns the line and 1 if anything was dropped."""
+    parts = profile.split("; ")
+    line = f"  {name}: " + "; ".join(parts)
+    kept = len(parts)
+    while len(line) > _LINE_CHARS and kept > 1:
+        kept -= 1
+        line = f"  {name}: " + "; ".join(parts[:kept])
+    return line, int(kept < len(parts))
+
+
+def _name_list(names: list[str], limit: int) -> tuple[str, int]:
+    """Comma-separated whole names, as many as fit in `limit` characters, and how many did not."""
     out: list[str] = []
     used = 0
     for name in names:
-        name = clip(name, 40)
         if used + len(name) + 2 > limit:
-            out.append("…")
             break
         out.append(name)
         used += len(name) + 2
-    return ", ".join(out)
+    return ", ".join(out), len(names) - len(out)
 
 
 def _safe(profile: Callable[[int], str]) -> Callable[[int], str]:
@@ -172,14 +201,38 @@ def _nulls(count: int, total: int, sampled: bool) -> str:
     return f"≈{pct:.1f}% null (sample)" if sampled else f"{count:,} nulls ({pct:.1f}%)"
 
 
-def _fit_head(render: Callable[[int], str]) -> str:
-    """Render the first rows with fewer columns until they fit the head allowance."""
-    cols = HEAD_COLUMNS
-    text = render(cols)
-    while len(text) > _HEAD_CHARS and cols > 2:
-        cols = max(2, cols // 2)
+def _head_lines(render: Callable[[int], str], n_rows: int, n_cols: int, allowance: int) -> list[str]:
+    """`first N rows` with as many columns (up to HEAD_COLUMNS) as fit the allowance, never
+    cutting a header; a note instead when even one column does not fit."""
+    rows = min(HEAD_ROWS, n_rows)
+    cols = min(HEAD_COLUMNS, n_cols)
+    while cols >= 1:
         text = render(cols)
-    return clip(text, _HEAD_CHARS)
+        if len(text) <= allowance:
+            which = f" (first {cols} of {n_cols:,} profiled columns)" if cols < n_cols else ""
+            return [f"first {rows} rows{which}:", text]
+        cols = cols - 1 if cols <= 4 else cols // 2
+    return [f"first {rows} rows: left out, the first column's name and values do not fit the budget"]
+
+
+def _head_allowance(lines: list[str]) -> int:
+    """What is left of BUDGET_CHARS for the first rows, at most _HEAD_CHARS."""
+    used = sum(len(line) + 1 for line in lines) + 100
+    return max(0, min(_HEAD_CHARS, BUDGET_CHARS - used))
+
+
+def _plain_table(names: list[str], rows: list[tuple[Any, ...]]) -> str:
+    """A fixed-width text table with whole column names and values cut to HEAD_VALUE_CHARS."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
+    out = ["  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip()]
+    out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+    return "\n".join(out)
+
+
+def _cell(value: Any) -> str:
+    text = "null" if value is None else str(value).replace("\n", "\\n")
+    return text if len(text) <= HEAD_VALUE_CHARS else text[: HEAD_VALUE_CHARS - 1] + "…"
 
 
 # ---- pandas ----
@@ -198,7 +251,7 @@ def _describe_pandas(name: str, value: Any, columns: list[str] | None) -> tuple[
     n_rows, n_cols = df.shape
     memory = _bytes(float(df.memory_usage(index=True, deep=False).sum()))
     lines = [f"pandas {kind} {name!r}: {n_rows:,} rows × {n_cols:,} columns, memory ≈ {memory} (shallow)"]
-    lines.append(f"index: {clip(_pandas_index(df.index), 200)}")
+    lines.append(f"index: {clip(_pandas_index(df.index), 400)}")
     dtypes = Counter(str(dt) for dt in df.dtypes)
     lines.append("dtypes: " + clip(", ".join(f"{dt}({n})" for dt, n in dtypes.most_common()), 300))
     all_names = [str(c) for c in df.columns]
@@ -210,12 +263,17 @@ def _describe_pandas(name: str, value: Any, columns: list[str] | None) -> tuple[
         lines.append(f"Null counts and statistics below are estimated from a random sample of {SAMPLE_ROWS:,} rows.")
     names = [all_names[i] for i in picked]
     others = _others(all_names, picked)
-    lines.append(f"columns ({len(picked)} of {n_cols:,} profiled):" if n_cols else "columns: none")
     profile = _safe(lambda i: _pandas_column(pd, sample.iloc[:, i], positions is not None))
     lines.extend(_column_lines(names, profile, n_cols, others))
-    if n_rows and n_cols:
-        lines.append(f"first {min(HEAD_ROWS, n_rows)} rows:")
-        lines.append(_fit_head(lambda c: shown.iloc[:HEAD_ROWS, :c].to_string(max_colwidth=24, show_dimensions=False)))
+    if n_rows and picked:
+        lines.extend(
+            _head_lines(
+                lambda c: shown.iloc[:HEAD_ROWS, :c].to_string(max_colwidth=HEAD_VALUE_CHARS, show_dimensions=False),
+                n_rows,
+                len(picked),
+                _head_allowance(lines),
+            )
+        )
     with pd.option_context("display.max_colwidth", 50):
         preview = shown.iloc[:HTML_ROWS, :HTML_COLUMNS].to_html(escape=True, border=0)
     caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")
@@ -276,28 +334,18 @@ def _describe_polars(name: str, value: Any, columns: list[str] | None) -> tuple[
     sample = shown if positions is None else shown.select(pl.all().gather(positions))
     if sampled:
         lines.append(f"Null counts are exact; statistics are estimated from a random sample of {SAMPLE_ROWS:,} rows.")
-    lines.append(f"columns ({len(picked)} of {n_cols:,} profiled):" if n_cols else "columns: none")
     profile = _safe(lambda i: _polars_column(pl, sample.to_series(i), int(nulls[i]), n_rows, sampled))
     lines.extend(_column_lines(shown.columns, profile, n_cols, _others(all_names, picked)))
-    if n_rows and n_cols:
-        lines.append(f"first {min(HEAD_ROWS, n_rows)} rows:")
-        lines.append(_fit_head(lambda c: _polars_table(pl, shown[:HEAD_ROWS, :c])))
+    if n_rows and picked:
+        head = shown[:HEAD_ROWS]
+        lines.extend(
+            _head_lines(
+                lambda c: _plain_table(head.columns[:c], head[:, :c].rows()), n_rows, len(picked), _head_allowance(lines)
+            )
+        )
     caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")
     preview = shown[:HTML_ROWS, :HTML_COLUMNS]._repr_html_()
     return "\n".join(lines), f"<p><b>{caption}</b></p>{preview}"
-
-
-def _polars_table(pl: Any, df: Any) -> str:
-    with pl.Config(
-        tbl_rows=HEAD_ROWS,
-        tbl_cols=-1,
-        fmt_str_lengths=24,
-        tbl_formatting="ASCII_MARKDOWN",
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_dtype_separator=True,
-        tbl_hide_column_data_types=True,
-    ):
-        return str(df)
 
 
 def _polars_column(pl: Any, s: Any, null_count: int, n_rows: int, sampled: bool) -> str:

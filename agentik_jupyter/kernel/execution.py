@@ -4,9 +4,11 @@
 write into the output of whichever cell is current. Instead the code is
 transformed (so `%magics` work), parsed so a final expression yields a value,
 compiled with IPython's compiler (tracebacks show the source lines) and run
-with stdout, stderr and `display()` captured. It runs on the event loop's
-thread because user code and matplotlib expect the main thread; top-level
-`await` is supported.
+with its own stdout, stderr and `display()` captured (output_capture.py: only
+this execution's, not other tasks' that print while it awaits). It runs on the
+event loop's thread because user code and matplotlib expect the main thread;
+top-level `await` is supported. A KeyboardInterrupt (the kernel's Interrupt)
+in the code propagates: it stops the turn, it is not an error for the model.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from ..types import ToolOutput
 from ..vision import images_for_model
 from .namespace import clip, short_repr, type_name
+from .output_capture import Capture, capturing
 
 MAX_STREAM_CHARS = 8_000
 MAX_RESULT_CHARS = 4_000
@@ -51,18 +54,18 @@ async def run_in_shell(shell: Any, code: str) -> ToolOutput:
     expr = compile(ast.Expression(final), filename, "eval", flags=flags, dont_inherit=True) if final else None
 
     figures_before = _open_figures()
-    capture = _Capture(shell)
     value: Any = None
-    with capture:
-        try:
-            await _run(body, shell)
-            if expr is not None:
-                value = await _run(expr, shell)
-        except (Exception, KeyboardInterrupt, SystemExit) as exc:
-            error: BaseException | None = exc
-        else:
-            error = None
-    figures = _take_new_figures(figures_before)
+    error: BaseException | None = None
+    try:
+        with capturing(shell) as capture:
+            try:
+                await _run(body, shell)
+                if expr is not None:
+                    value = await _run(expr, shell)
+            except (Exception, SystemExit) as exc:
+                error = exc
+    finally:
+        figures = _take_new_figures(figures_before)
     if error is not None:
         raise CodeExecutionError(_error_message(error, capture)) from None
     return _output(shell, value, capture, figures)
@@ -76,41 +79,13 @@ async def _run(code: Any, shell: Any) -> Any:
     return result
 
 
-class _Capture:
-    """Swap stdout, stderr and the display publisher for buffers while the code runs."""
-
-    def __init__(self, shell: Any) -> None:
-        from IPython.core.displaypub import CapturingDisplayPublisher
-
-        self.shell = shell
-        self.stdout = io.StringIO()
-        self.stderr = io.StringIO()
-        self.publisher = CapturingDisplayPublisher()
-        self._saved: tuple[Any, Any, Any] | None = None
-
-    def __enter__(self) -> _Capture:
-        self._saved = (sys.stdout, sys.stderr, self.shell.display_pub)
-        sys.stdout, sys.stderr = self.stdout, self.stderr
-        self.shell.display_pub = self.publisher
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._saved is not None
-        sys.stdout, sys.stderr, self.shell.display_pub = self._saved
-
-    @property
-    def displays(self) -> list[dict[str, Any]]:
-        found = (o.get("data") if isinstance(o, dict) else getattr(o, "data", None) for o in self.publisher.outputs)
-        return [d for d in found if isinstance(d, dict)]
-
-
 def _syntax_message(exc: SyntaxError) -> str:
     where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
     text = f"\n    {exc.text.rstrip()}" if exc.text else ""
     return f"SyntaxError: {exc.msg} ({where}){text}"
 
 
-def _error_message(error: BaseException, capture: _Capture) -> str:
+def _error_message(error: BaseException, capture: Capture) -> str:
     """`Type: message`, then a traceback cut to the user's frames, then what was printed."""
     te = traceback.TracebackException.from_exception(error, compact=True)
     stack = [f for f in te.stack if f.filename != __file__]
@@ -193,7 +168,7 @@ def _describe_figure(num: int, fig: Any) -> str:
 # ---- the answer ----
 
 
-def _output(shell: Any, value: Any, capture: _Capture, figures: list[tuple[str, str]]) -> ToolOutput:
+def _output(shell: Any, value: Any, capture: Capture, figures: list[tuple[str, str]]) -> ToolOutput:
     """Bounded text for the model; a MIME bundle (HTML, first PNG) for the card."""
     out, err = capture.stdout.getvalue(), capture.stderr.getvalue()
     text: list[str] = []

@@ -2,6 +2,8 @@
 
 Frames are delegated to dataframes.py. Arrays larger than SAMPLE_ELEMENTS are
 summarised from a random sample of elements so inspecting a huge array is quick.
+This runs the user's code (properties, `__len__`, `__repr__`): the tools call it under
+a time budget (time_budget.py), on the kernel's main thread.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def inspect_value(name: str, value: Any) -> ToolOutput:
     """Text for the model (bounded to INSPECT_BUDGET_CHARS); frames also get an HTML preview."""
     if frame_kind(value) is not None:
         return describe_frame(name, value)
-    shape = shape_of(value)
+    shape = shape_of(value) or _declared_shape(value)
     lines = [f"{name}: {type_name(value)}" + (f", shape {shape}" if shape and shape.startswith("(") else "")]
     np = imported("numpy")
     if np is not None and isinstance(value, np.ndarray):
@@ -44,6 +46,17 @@ def inspect_value(name: str, value: Any) -> ToolOutput:
         lines.extend(_generic(value))
     text = clip("\n".join(lines), INSPECT_BUDGET_CHARS)
     return ToolOutput(text=text, display={"text/plain": text})
+
+
+def _declared_shape(value: Any) -> str | None:
+    """A `shape` tuple of ints that an object of another library declares (a tensor, an xarray)."""
+    try:
+        shape = getattr(value, "shape", None)
+    except Exception:
+        return None
+    if isinstance(shape, tuple) and shape and all(isinstance(n, int) for n in shape):
+        return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+    return None
 
 
 def _first(items: Any, n: int) -> Any:

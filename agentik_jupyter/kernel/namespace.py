@@ -1,13 +1,17 @@
 """Which names in the kernel are the user's data, and cheap one-line facts about them.
 
-Everything here must stay cheap on a 10-million-row frame: shapes come from
-`.shape` or `len()` of known containers, never from a repr.
+The turn's context is built from here before every request, so nothing here runs the
+user's code: facts come from `type(value)` alone, except the shape of known array and
+frame types (numpy, pandas, polars, read through the library's own `shape`) and the
+length of builtin containers. A user class whose `shape`, `__len__` or `__repr__` is slow
+(a lazy query, a remote dataset) costs nothing until a tool inspects it.
 """
 
 from __future__ import annotations
 
+import collections
 import difflib
-import inspect
+import os
 import reprlib
 import sys
 import types
@@ -19,23 +23,45 @@ from ..types import VariableSummary
 # Names IPython puts in the namespace even when user_ns_hidden is not at hand.
 IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 
-# Modules whose containers have a cheap, side-effect-free len(); a Dask frame's len() computes.
-_CHEAP_LEN_MODULES = frozenset({"builtins", "collections", "numpy", "pandas", "polars", "array"})
+# Known array and frame classes (module, class name) whose own `shape` is cheap and side-effect free.
+_SHAPED_CLASSES = (
+    ("numpy", "ndarray"),
+    ("pandas", "DataFrame"),
+    ("pandas", "Series"),
+    ("pandas", "Index"),
+    ("polars", "DataFrame"),
+    ("polars", "Series"),
+)
 
-_MISSING = object()
+# Builtin containers whose len() is a C field read (subclasses count only if they keep that len).
+_SIZED_BUILTINS: tuple[type, ...] = (str, bytes, bytearray, list, tuple, dict, set, frozenset, collections.deque)
+
+_ROUTINE_TYPES: tuple[type, ...] = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+)
 
 
 def is_user_variable(name: str, value: Any, hidden: Mapping[str, Any] | None = None) -> bool:
-    """True for the data a user made: not modules, functions, classes, IPython internals or _names."""
+    """True for the data a user made: not modules, functions, classes, IPython internals or _names.
+
+    Decided from the name and `type(value)` only: no attribute of the value is read.
+    """
     if name.startswith("_"):
         return False
     if hidden is not None and name in hidden and hidden[name] is value:
         return False
     if hidden is None and name in IPYTHON_NAMES:
         return False
-    if isinstance(value, (types.ModuleType, type)) or inspect.isroutine(value):
+    cls = type(value)
+    if issubclass(cls, (types.ModuleType, type, *_ROUTINE_TYPES)):
         return False
-    return type(value).__name__ not in {"ExitAutocall", "IPyAutocall"}
+    return cls.__name__ not in {"ExitAutocall", "IPyAutocall"}
 
 
 def user_variables(user_ns: Mapping[str, Any], hidden: Mapping[str, Any] | None = None) -> Iterator[tuple[str, Any]]:
@@ -58,37 +84,38 @@ def _module_root(value: Any) -> str:
     return (type(value).__module__ or "").split(".")[0]
 
 
-def shape_of(value: Any) -> str | None:
-    """`(rows, cols)` from `.shape`, `len=N` for known containers, else None (never a repr)."""
-    if isinstance(value, (str, bytes, bytearray)):
-        return f"len={len(value)}"
-    if isinstance(value, (int, float, complex, bool)) or value is None:
-        return None
-    lazy = engines.one_line(value)
-    if lazy is not None:
-        return lazy
-    root = _module_root(value)
-    if root in _CHEAP_LEN_MODULES or isinstance(value, (list, tuple, dict, set, frozenset)):
-        shape = _safe_getattr(value, "shape")
-        if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-            return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
-        if hasattr(type(value), "__len__"):
-            try:
-                return f"len={len(value)}"
-            except Exception:
-                return None
-        return None
-    shape = _safe_getattr(value, "shape")
-    if isinstance(shape, tuple) and shape and all(isinstance(n, int) for n in shape):
-        return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+def _known_shaped_class(cls: type) -> type | None:
+    """The numpy/pandas/polars class `cls` derives from, if `cls` keeps that class's `shape`."""
+    for module_name, class_name in _SHAPED_CLASSES:
+        module = sys.modules.get(module_name)
+        known = getattr(module, class_name, None) if module is not None else None
+        if isinstance(known, type) and issubclass(cls, known):
+            return known if getattr(cls, "shape", None) is getattr(known, "shape", None) else None
     return None
 
 
-def _safe_getattr(value: Any, attr: str) -> Any:
-    try:
-        return getattr(value, attr, None)
-    except Exception:
+def shape_of(value: Any) -> str | None:
+    """`(rows, cols)` of a known array or frame, `len=N` of a builtin container, else None.
+
+    Never runs the user's code: a user-defined `shape` property or `__len__` is not read.
+    Lazy and distributed frames answer from their engine's metadata (engines.one_line).
+    """
+    lazy = engines.one_line(value)
+    if lazy is not None:
+        return lazy
+    cls = type(value)
+    if _known_shaped_class(cls) is not None:
+        try:
+            shape = value.shape
+        except Exception:
+            return None
+        if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+            return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
         return None
+    for base in _SIZED_BUILTINS:
+        if issubclass(cls, base):
+            return f"len={len(value)}" if cls.__len__ is base.__len__ else None
+    return None
 
 
 def summarize_variables(
@@ -99,20 +126,9 @@ def summarize_variables(
     return [VariableSummary(name=n, type=type_name(v), shape=shape_of(v)) for n, v in found[-limit:]]
 
 
-def lookup(user_ns: Mapping[str, Any], name: str, hidden: Mapping[str, Any] | None = None) -> Any:
-    """The value of `name` or `name.attr.attr`; a NameError with a suggestion when missing."""
-    name = name.strip()
-    head, *attrs = name.split(".")
-    value = user_ns.get(head, _MISSING) if head.isidentifier() else _MISSING
-    if value is _MISSING:
-        raise NameError(f"no variable named {head!r}{_suggestion(user_ns, head, hidden)}")
-    for i, attr in enumerate(attrs):
-        try:
-            value = getattr(value, attr)
-        except Exception as exc:
-            path = ".".join([head, *attrs[:i]])
-            raise AttributeError(f"{path!r} has no attribute {attr!r} ({type(exc).__name__})") from None
-    return value
+def missing_name_message(user_ns: Mapping[str, Any], name: str, hidden: Mapping[str, Any] | None) -> str:
+    """`no variable named 'x'` with the closest user variables, for the model to correct itself."""
+    return f"no variable named {name!r}{_suggestion(user_ns, name, hidden)}"
 
 
 def _suggestion(user_ns: Mapping[str, Any], name: str, hidden: Mapping[str, Any] | None) -> str:
@@ -126,10 +142,22 @@ def _suggestion(user_ns: Mapping[str, Any], name: str, hidden: Mapping[str, Any]
     return "; the namespace has no user variables yet"
 
 
+def is_environment(value: Any) -> bool:
+    """os.environ, os.environb, or another os._Environ mapping of the process environment."""
+    return value is os.environ or value is getattr(os, "environb", None) or issubclass(type(value), os._Environ)
+
+
+ENVIRONMENT_TAG = "<os.environ: not shown>"
+"""What inspection shows in place of the process environment inside a container."""
+
+
 class _BoundedRepr(reprlib.Repr):
-    """reprlib with array-likes shown as `<type shape>` tags, even inside containers."""
+    """reprlib with array-likes shown as `<type shape>` tags and the environment as a tag,
+    even inside containers."""
 
     def repr1(self, x: Any, level: int) -> str:
+        if is_environment(x):
+            return ENVIRONMENT_TAG
         if _module_root(x) in {"pandas", "polars", "numpy"} and hasattr(x, "shape") and not _is_scalar(x):
             return f"<{type_name(x)} {shape_of(x) or ''}>".replace(" >", ">")
         return super().repr1(x, level)
