@@ -18,6 +18,7 @@ import html
 import weakref
 from typing import Any
 
+from ..engines.limits import describe_budget_s
 from ..registry import ToolRegistry, definition_from_function
 from ..types import ToolDefinition, ToolOutput, VariableSummary
 from .cells import propose_cell
@@ -36,6 +37,7 @@ __all__ = [
     "variables_of",
 ]
 
+ENGINE_BACKSTOP_S = 3.0  # past the engines' own budget: their cancel grace, then the timer
 LIST_BUDGET_CHARS = 6_000
 HISTORY_BUDGET_CHARS = 8_000
 MAX_HISTORY_CELLS = 30
@@ -139,15 +141,20 @@ def inspect_path(shell: Any, name: str) -> ToolOutput:
 
 
 def describe_path(shell: Any, name: str, columns: list[str] | None) -> ToolOutput:
-    """describe_dataframe's work: resolve `name` under the policy and profile it, within the budget."""
+    """describe_dataframe's work: resolve `name` under the policy and profile it, within the budget.
 
-    def describe() -> ToolOutput:
-        value = resolve_path(shell.user_ns, name, shell.user_ns_hidden)
-        if frame_kind(value) is None:
-            raise TypeError(f"{name!r} is a {type_name(value)}, not a DataFrame; use inspect_variable instead")
-        return describe_frame(name, value, columns)
-
-    return call_with_budget(describe, INSPECT_TIME_BUDGET_S, name.strip())
+    A lazy or distributed frame keeps to the engines' own budget (AGENTIK_DESCRIBE_BUDGET_S) and
+    cancels its work there; the outer budget only backs it up, so it must not cut in first.
+    """
+    what = name.strip()
+    value = call_with_budget(lambda: resolve_path(shell.user_ns, name, shell.user_ns_hidden), INSPECT_TIME_BUDGET_S, what)
+    kind = frame_kind(value)
+    if kind is None:
+        raise TypeError(f"{name!r} is a {type_name(value)}, not a DataFrame; use inspect_variable instead")
+    budget = INSPECT_TIME_BUDGET_S
+    if kind == "engine":
+        budget = max(budget, describe_budget_s() + ENGINE_BACKSTOP_S)
+    return call_with_budget(lambda: describe_frame(name, value, columns), budget, what)
 
 
 def make_context_tools(shell: Any) -> list[ToolDefinition]:
