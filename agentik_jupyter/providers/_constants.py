@@ -33,3 +33,7 @@ DEFAULT_ANTHROPIC_BASE_URL: str = "https://api.anthropic.com"
 
 ERROR_BODY_PREVIEW_CHARS: int = 300
 """How much of an unparseable error body is quoted back to the user."""
+
+MAX_ARGUMENT_DEPTH: int = 64
+"""Tool-call arguments nested deeper than this are a parse error the model reads, checked
+before decoding so no deep structure (or RecursionError) reaches the rest of the turn."""

@@ -83,6 +83,11 @@ def load_config(environ: Mapping[str, str] | None = None, model_override: str | 
             "in the notebook: import os, getpass; os.environ['LLM_API_KEY'] = getpass.getpass(). "
             "A local server such as Ollama accepts any value."
         )
+    if any(ch.isspace() or not ch.isprintable() for ch in api_key):
+        raise ConfigurationError(
+            "LLM_API_KEY contains whitespace or a control character (a line break pasted with it?). "
+            "Set it again with the key alone; its value is not shown here."
+        )
     base_url = (env.get("LLM_BASE_URL") or "").strip() or DEFAULT_BASE_URLS[provider]
     try:
         url = httpx2.URL(base_url)
