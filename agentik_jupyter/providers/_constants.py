@@ -8,6 +8,9 @@ CONNECT_TIMEOUT_S: float = 10.0
 READ_TIMEOUT_S: float = 120.0
 """Longest silence between bytes: reasoning models can think a long time before the first token."""
 
+MAX_READ_TIMEOUT_S: float = 3600.0
+"""The largest `LLM_TIMEOUT` accepted."""
+
 WRITE_TIMEOUT_S: float = 30.0
 POOL_TIMEOUT_S: float = 10.0
 

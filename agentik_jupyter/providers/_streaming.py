@@ -49,8 +49,10 @@ async def json_events(
     api: str,
     partial: Callable[[], Any],
     done: str | None = None,
+    on_done: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, decoded data) for each event with data, until the stream ends or `done`.
+    """(event name, decoded data) for each event with data, until the stream ends or `done`
+    (then `on_done()` is called, so the caller can tell a finished stream from a cut one).
 
     An event that is not JSON raises with `partial()` attached; a stream that ends
     without any data says which API the base URL was expected to serve.
@@ -59,6 +61,8 @@ async def json_events(
     async for event in iter_events(response, url):
         data = event.data.strip()
         if done is not None and data == done:
+            if on_done is not None:
+                on_done()
             break
         if not data:
             continue

@@ -20,6 +20,7 @@ from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
 from ._streaming import is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from .errors import StreamError
 
 
 def endpoint_url(base_url: str, path: str) -> str:
@@ -137,13 +138,26 @@ class OpenAICompatibleAdapter:
 
     async def _assemble_stream(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
         acc = ChatCompletionAccumulator()
-        events = json_events(response, self.url, api="OpenAI-compatible API", partial=acc.snapshot, done="[DONE]")
+        finished: list[bool] = []
+        events = json_events(
+            response, self.url, api="OpenAI-compatible API", partial=acc.snapshot, done="[DONE]",
+            on_done=lambda: finished.append(True),
+        )
         async with aclosing(events):
             async for name, chunk in events:
                 if name == "error" and not (isinstance(chunk, dict) and chunk.get("error")):
                     chunk = {"error": chunk}
                 for delta in acc.feed(chunk):
                     yield delta
+        if not finished and acc.finish_reason is None:
+            err = StreamError(
+                "The provider's stream ended before the answer was complete (no finish_reason, no [DONE]). "
+                "The answer is incomplete; send the message again.",
+                status=200,
+                in_stream=True,
+            )
+            err.partial = acc.snapshot()
+            raise err
         for delta in acc.finish():
             yield delta
         yield StreamDone(response=acc.snapshot())
