@@ -40,3 +40,7 @@ ERROR_BODY_PREVIEW_CHARS: int = 300
 MAX_ARGUMENT_DEPTH: int = 64
 """Tool-call arguments nested deeper than this are a parse error the model reads, checked
 before decoding so no deep structure (or RecursionError) reaches the rest of the turn."""
+
+MAX_ANSWER_CHARS: int = 1_000_000
+"""Text, reasoning and tool-argument characters read from one answer (~250k tokens, past any
+model's output limit); a provider sending more is broken, and reading on would stall the kernel."""

@@ -14,7 +14,33 @@ import httpx2
 
 from . import _constants as C
 from ._http import error_from_transport
-from .errors import MalformedResponseError
+from .errors import MalformedResponseError, StreamError
+
+
+class AnswerLimit:
+    """Counts what an answer delivers and stops it past `C.MAX_ANSWER_CHARS` (the error carries
+    the part that arrived): a runaway provider must not fill the kernel's memory and widgets."""
+
+    def __init__(self, partial: Callable[[], Any], limit: int = C.MAX_ANSWER_CHARS) -> None:
+        self.partial = partial
+        self.limit = limit
+        self.chars = 0
+
+    def count(self, deltas: list[Any]) -> list[Any]:
+        for delta in deltas:
+            text = getattr(delta, "text", None)
+            if isinstance(text, str):
+                self.chars += len(text)
+        if self.chars > self.limit:
+            err = StreamError(
+                f"The answer passed {self.limit:,} characters, more than any model writes in one answer; "
+                "stopped reading it.",
+                status=200,
+                in_stream=True,
+            )
+            err.partial = self.partial()
+            raise err
+        return deltas
 
 
 def malformed(what: str, raw: str, *, in_stream: bool) -> MalformedResponseError:
