@@ -110,6 +110,8 @@ class AdapterCache:
 
     def get(self, config: ProviderConfig) -> ProviderAdapter:
         loop = asyncio.get_running_loop()
+        for stale in [k for k, (other, _) in self._adapters.items() if other.is_closed()]:
+            del self._adapters[stale]  # its loop is gone, and its sockets with it
         key = (id(loop), config_digest(config))
         entry = self._adapters.get(key)
         if entry is not None and entry[0] is loop:
@@ -166,7 +168,7 @@ async def stream_chat(
 ) -> AsyncIterator[ProviderDelta]:
     """Stream one model call; configuration is read here, where the provider is called."""
     config = load_config(environ, model_override=model)
-    adapter = (adapters or _adapters).get(config)
+    adapter = (_adapters if adapters is None else adapters).get(config)
     async for delta in adapter.stream(_params(messages, context, tool_schemas, config, environ)):
         yield delta
 
