@@ -215,7 +215,10 @@ class SessionDB:
                 "INSERT INTO working_memory"
                 " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, turn_id, order, source[0] if source else None, scrub(message.model_dump_json()), created),
+                (
+                    conversation_id, turn_id, order, source[0] if source else None,
+                    scrub(message.model_dump_json()), created,
+                ),
             )
 
     # ---- conversations ----

@@ -46,6 +46,11 @@ def _looks_secret(value: str) -> bool:
     return len(value) >= MIN_SECRET_CHARS and not _NOT_SECRET.match(value)
 
 
+@functools.lru_cache(maxsize=1024)
+def _secret_name(name: str) -> bool:
+    return name != KEY_VARIABLE and SECRET_NAME.search(name) is not None
+
+
 def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
     """(name, value) pairs to mask, the configured key first."""
     env = os.environ if environ is None else environ
@@ -54,7 +59,7 @@ def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
     if len(key) >= MIN_SECRET_CHARS:
         found.append((KEY_VARIABLE, key))
     for name, value in env.items():
-        if name != KEY_VARIABLE and SECRET_NAME.search(name) and _looks_secret(value.strip()):
+        if _secret_name(name) and _looks_secret(value.strip()):
             found.append((name, value.strip()))
     return tuple(found)
 
@@ -106,14 +111,22 @@ def _compiled(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]
     return re.compile("|".join(re.escape(a) for a in alternatives)), names
 
 
+
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
     """`text` with every secret (in any of its forms) replaced by `[hidden: NAME]`."""
     if not text:
         return text
-    pattern, names = _compiled(current_secrets(environ))
-    if pattern is None:
+    secrets = current_secrets(environ)
+    pattern, names = _compiled(secrets)
+    if pattern is None or not any(a in text for a in _anchors_for(secrets)):
         return text
     return pattern.sub(lambda m: mask(names[m.group(0)]), text)
+
+
+@functools.lru_cache(maxsize=PATTERN_CACHE_SIZE)
+def _anchors_for(secrets: Secrets) -> tuple[str, ...]:
+    """The first characters of every form: a fast substring test before the regex runs."""
+    return tuple({form[:MIN_SECRET_CHARS] for form in _compiled(secrets)[1]})
 
 
 def scrub_value(value: Any, environ: Mapping[str, str] | None = None, _depth: int = 0) -> Any:
@@ -124,7 +137,8 @@ def scrub_value(value: Any, environ: Mapping[str, str] | None = None, _depth: in
         return json.loads(scrub(json.dumps(value, default=str), environ))
     if isinstance(value, dict):
         return {
-            scrub(k, environ) if isinstance(k, str) else k: scrub_value(v, environ, _depth + 1) for k, v in value.items()
+            scrub(k, environ) if isinstance(k, str) else k: scrub_value(v, environ, _depth + 1)
+            for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
         return [scrub_value(v, environ, _depth + 1) for v in value]

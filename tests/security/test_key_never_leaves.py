@@ -98,28 +98,18 @@ def test_log_records_of_the_package_are_masked(monkeypatch: pytest.MonkeyPatch, 
     assert_clean("log records", text)
 
 
-async def test_route_replies_and_error_bodies_are_masked(fake_llm: FakeLLMServer) -> None:
+async def test_route_replies_and_error_bodies_are_masked(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     env = fake_llm.env(api_key=KEY)
+    monkeypatch.setenv("LLM_API_KEY", KEY)  # the server process's own key, which the scrubber reads
     body = {"messages": [{"role": "user", "content": "hi"}]}
     fake_llm.push(Reply.text(f"Your key is {KEY}, base64 {base64.b64encode(KEY.encode()).decode()}"))
-    monkey_env = dict(env)
-    import os
-
-    saved = os.environ.get("LLM_API_KEY")
-    os.environ["LLM_API_KEY"] = KEY  # the server process's own key, which the scrubber reads
-    try:
-        reply = await handle(body, [], environ=monkey_env)
-        assert_clean("a route reply", json.dumps(reply))
-        assert MASK in reply["content"]
-        fake_llm.push(Reply.fault("401", message=f"Incorrect API key provided: {KEY}"))
-        with pytest.raises(ChatRouteError) as caught:
-            await handle(body, [], environ=monkey_env)
-        assert_clean("a route error body", json.dumps(caught.value.body))
-    finally:
-        if saved is None:
-            os.environ.pop("LLM_API_KEY", None)
-        else:
-            os.environ["LLM_API_KEY"] = saved
+    reply = await handle(body, [], environ=env)
+    assert_clean("a route reply", json.dumps(reply))
+    assert MASK in reply["content"]
+    fake_llm.push(Reply.fault("401", message=f"Incorrect API key provided: {KEY}"))
+    with pytest.raises(ChatRouteError) as caught:
+        await handle(body, [], environ=env)
+    assert_clean("a route error body", json.dumps(caught.value.body))
 
 
 # ---- the whole session in a real kernel ----
