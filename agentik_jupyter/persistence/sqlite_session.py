@@ -288,7 +288,7 @@ class SessionDB:
             self._insert_record(conn, conversation_id, turn_id, user)
             if row[1] is None:
                 conn.execute(
-                    "UPDATE conversation SET title = ? WHERE id = ?", (default_title(user.content), conversation_id)
+                    "UPDATE conversation SET title = ? WHERE id = ?", (default_title(scrub(user.content)), conversation_id)
                 )
             self._touch(conn, conversation_id)
             return turn_id
