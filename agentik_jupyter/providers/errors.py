@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..security.scrub import scrub
-
-__all__ = ["scrub"]  # re-exported: callers scrub through the one boundary in security/scrub.py
+from ..security.scrub import scrub  # noqa: F401  (re-exported for older callers; one scrubber)
 
 
 class AgentikError(Exception):
