@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..security.scrub import scrub  # noqa: F401  (re-exported for older callers; one scrubber)
+from ..security.scrub import scrub  # also re-exported: callers that import it from here use the one scrubber
 
 
 class AgentikError(Exception):
