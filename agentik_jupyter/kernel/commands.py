@@ -7,6 +7,8 @@ import os
 import shlex
 from typing import Any
 
+from .mcp_commands import mcp_command
+
 USAGE = """\
 Usage: %agent <command>
   status            provider, model, session and sessions file
@@ -18,6 +20,8 @@ Usage: %agent <command>
   tools             the tools the model can call, with their approval policy
   policy TOOL auto|ask|deny
                     change a tool's approval policy for this kernel
+  mcp [trust|untrust [PATH]]
+                    the MCP config, whether it is trusted; trust or untrust it
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop              stop the running turn"""
@@ -197,4 +201,5 @@ _COMMANDS = {
     "config": _config,
     "panel": _panel,
     "stop": _stop,
+    "mcp": mcp_command,
 }
