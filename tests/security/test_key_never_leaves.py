@@ -145,7 +145,9 @@ except ValueError:
     logging.getLogger("agentik_jupyter.user").exception("a traceback carrying the key")
 """
 
-FAULTS = ["401", "403", "404", "429", "500", "503", "reset", "truncated", "malformed_sse", "stream_error"]
+FAULTS = ["401", "403", "404", "429", "500", "503", "reset", "truncated", "malformed_sse", "stream_error", "slow_first_byte"]
+READ_TIMEOUT = 2
+"""LLM_TIMEOUT in the kernel: the slow first byte trips it in seconds."""
 RETRIED = {"500", "503"}
 """Answered again by the retry policy (twice more) before the turn fails."""
 
@@ -156,7 +158,10 @@ class Session:
         self.db = tmp / "leak.agentik.db"
         self.log = tmp / "agentik.log"
         self.kernel = NotebookKernel(
-            kernel_env(server, api_key=KEY, AGENTIK_DB_PATH=str(self.db), AGENTIK_APPROVE="auto"), tmp
+            kernel_env(
+                server, api_key=KEY, AGENTIK_DB_PATH=str(self.db), AGENTIK_APPROVE="auto", LLM_TIMEOUT=str(READ_TIMEOUT)
+            ),
+            tmp,
         )
         self.own_cells: set[int] = set()
 
@@ -181,7 +186,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
                     Reply.text("Shown."))
             for fault in FAULTS:
                 copies = 3 if fault in RETRIED else 1
-                s.agent(f"Fault {fault}", *[Reply.fault(fault, message=f"upstream said no to {KEY}")] * copies)
+                reply = Reply.fault(fault, message=f"upstream said no to {KEY}", delay=READ_TIMEOUT + 2)
+                s.agent(f"Fault {fault}", *[reply] * copies)
             redirect = Reply.fault("redirect", location=elsewhere.base_url + "/chat/completions")
             s.redirect_text = s.agent("Through the redirect", redirect)
             s.own_cells.add(len(s.kernel.nb.cells))
