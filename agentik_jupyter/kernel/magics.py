@@ -34,6 +34,7 @@ def _display(obj: Any) -> Any:
 
 def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
     """Show this cell's view and start its turn (after any turn still running)."""
+    from ..notebook.mentions import expand_mentions
     from ..widgets import TurnView
     from .agent import get_agent
     from .cells import ANCHOR, CellAnchor, asking_cell_id
@@ -55,7 +56,7 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
         session.approval_presenter = view.present_approval
         view.attach()
         return await session.send(
-            text,
+            await expand_mentions(shell, agent.registry, text),
             model=opts.model,
             prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
         )
