@@ -1,5 +1,6 @@
 # Two entry points: `make lab` (JupyterLab with the quickstart) and `make test`.
 # Both create .venv and install what they need; running them again is cheap.
+# `make dist` builds the sdist and wheel users install (the build hook compiles the extension).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,13 +11,15 @@ LABEXT_LINK := $(VENV)/share/jupyter/labextensions/agentik-jupyter
 LABEXT_SOURCES := $(wildcard labextension/src/*.ts labextension/style/*) labextension/package.json \
 	labextension/package-lock.json labextension/tsconfig.json scripts/build-labextension.sh
 
-.PHONY: lab test test-fast bench clean
+.PHONY: lab test test-fast test-install dist bench clean
 
+# The editable install skips the wheel's build hook (SKIP_JUPYTER_BUILDER): $(LABEXT) builds the
+# extension and links it into the venv, and only when its sources changed.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	rm -rf $(LABEXT_LINK)  # pip would write through a stale dev link; $(LABEXT) links it again
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	SKIP_JUPYTER_BUILDER=1 $(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 $(LABEXT): $(STAMP) $(LABEXT_SOURCES)
@@ -33,10 +36,19 @@ test: $(LABEXT)
 	$(PY) -m pytest
 
 test-fast: $(LABEXT)
-	$(PY) -m pytest -m "not browser"
+	$(PY) -m pytest -m "not browser and not install"
+
+# build the wheel from a clean clone, install it without Node.js, drive it in JupyterLab and Notebook 7
+test-install: $(STAMP)
+	bash scripts/ensure-chromium.sh
+	$(PY) -m pytest -m install
+
+dist: $(LABEXT)
+	rm -rf dist
+	$(PY) -m build -o dist .
 
 bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache bench/results.json agentik_jupyter/labextension labextension/lib
+	rm -rf $(VENV) .pytest_cache bench/results.json agentik_jupyter/labextension labextension/lib dist

@@ -1,4 +1,4 @@
-"""Replay every recorded provider response in ../shared/conformance through our adapters.
+"""Replay every recorded provider response in tests/data/conformance through our adapters.
 
 Each case is served from a loopback HTTP server exactly as recorded; streaming cases
 are served three ways (one write, 7-byte and 1-byte chunked transfer) and must
@@ -8,7 +8,6 @@ assemble identically. Comparison rules follow the corpus README.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,36 +37,40 @@ from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 from agentik_jupyter.types import ChatMessage
 
 
-def _corpus_dir() -> Path | None:
-    explicit = os.environ.get("AGENTIK_CONFORMANCE_DIR")
-    if explicit:
-        return Path(explicit)
-    candidate = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
-    return candidate if candidate.is_dir() else None
-
-
-CORPUS = _corpus_dir()
-ALLOW_MISSING = os.environ.get("AGENTIK_ALLOW_NO_CONFORMANCE") == "1"
+CORPUS = Path(__file__).parent / "data" / "conformance"
+# Where the corpus was recorded: beside the repository in the project's own workspace only.
+# When it is there, the copy above must not have drifted from it (refresh with a plain `cp -r`).
+UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+EXPECTED_CASES = 44
 
 
 def _case_ids() -> list[str]:
-    if CORPUS is None or not (CORPUS / "cases.json").is_file():
-        return []
     return [case["id"] for case in json.loads((CORPUS / "cases.json").read_text())["cases"]]
 
 
 CASE_IDS = _case_ids()
-STREAM_IDS = [c for c in CASE_IDS if json.loads((CORPUS / f"{c}.json").read_text())["streaming"]] if CORPUS else []
+STREAM_IDS = [c for c in CASE_IDS if json.loads((CORPUS / f"{c}.json").read_text())["streaming"]]
 
 
 def test_corpus_is_present() -> None:
-    """Fail loudly (not skip) when the corpus is missing, unless explicitly allowed."""
-    if ALLOW_MISSING and not CASE_IDS:
-        pytest.skip("AGENTIK_ALLOW_NO_CONFORMANCE=1 and no corpus found")
-    assert CORPUS is not None and CORPUS.is_dir(), (
-        "Conformance corpus not found: set AGENTIK_CONFORMANCE_DIR or put shared/conformance beside the repo"
-    )
-    assert len(CASE_IDS) == 44
+    """The corpus ships in the repository, with the README naming where each recording came from."""
+    assert len(CASE_IDS) == EXPECTED_CASES
+    assert "Where the recordings come from" in (CORPUS / "README.md").read_text()
+    for case_id in CASE_IDS:
+        assert (CORPUS / f"{case_id}.json").is_file() and (CORPUS / f"{case_id}.response").is_file(), case_id
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="no ../shared/conformance beside the repository")
+def test_copy_matches_upstream_corpus() -> None:
+    """The repository's copy is byte for byte the recorded corpus beside it."""
+    ours, upstream = _files(CORPUS), _files(UPSTREAM)
+    assert sorted(ours) == sorted(upstream)
+    changed = [name for name in ours if ours[name] != upstream[name]]
+    assert not changed, f"tests/data/conformance differs from {UPSTREAM}: {changed}"
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -125,7 +128,6 @@ def serve() -> Iterator[Any]:
     servers: list[_Served] = []
 
     def start(case_id: str, chunk: int | None) -> _Served:
-        assert CORPUS is not None
         meta = json.loads((CORPUS / f"{case_id}.json").read_text())
         served = _Served(meta, (CORPUS / f"{case_id}.response").read_bytes(), chunk)
         servers.append(served)

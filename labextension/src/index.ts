@@ -23,7 +23,8 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null
   ) => {
     const sidebar = new SessionsSidebar(rendermime);
-    const follow = (panel: NotebookPanel | null): void => sidebar.setNotebook(panel?.context.localPath ?? null);
+    const follow = (panel: NotebookPanel | null): void =>
+      sidebar.setNotebook(panel?.context.localPath ?? null, () => panel?.sessionContext.session?.kernel);
     const followCurrent = (): void => follow(notebooks.currentWidget);
     notebooks.currentChanged.connect((_, panel) => {
       follow(panel);
