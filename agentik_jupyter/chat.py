@@ -8,16 +8,20 @@ the same body and report failures the same way.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
+from collections import OrderedDict
 from pathlib import PurePath
 from typing import Any, AsyncIterator, Mapping
 
 from pydantic import ValidationError
 
+from .providers._http import close_on_its_loop
 from .providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
 from .providers.config import ProviderConfig, load_config, make_adapter
-from .providers.errors import AgentikError, ConfigurationError, ProviderError, scrub
+from .providers.errors import AgentikError, ConfigurationError, ProviderError
+from .security.scrub import scrub, scrub_value
 from .types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
 
 BASE_SYSTEM_PROMPT = """\
@@ -34,6 +38,7 @@ class ChatRouteError(Exception):
     """A failure with the HTTP status and JSON body the server route answers with."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:
+        body = scrub_value(body)
         super().__init__(body.get("message") or body.get("error"))
         self.status = status
         self.body = body
@@ -85,29 +90,57 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ChatRequest:
         raise ChatRouteError(400, {"error": "Invalid request body", "message": problems}) from None
 
 
-class AdapterCache:
-    """One adapter (and HTTP connection pool) per configuration and event loop."""
+MAX_CACHED_ADAPTERS = 4
+"""Adapters (each with its connection pool) kept at once; the least recently used is closed."""
 
-    def __init__(self) -> None:
-        self._adapters: dict[tuple[Any, ...], ProviderAdapter] = {}
+
+def config_digest(config: ProviderConfig) -> str:
+    """A hash of everything that selects an adapter, so no cache holds the key itself."""
+    material = json.dumps(
+        [config.provider, config.base_url, config.api_key.get_secret_value(), config.include_usage, config.read_timeout]
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class AdapterCache:
+    """One adapter (and HTTP connection pool) per configuration and event loop, bounded."""
+
+    def __init__(self, max_size: int = MAX_CACHED_ADAPTERS) -> None:
+        self.max_size = max_size
+        self._adapters: OrderedDict[tuple[int, str], tuple[asyncio.AbstractEventLoop, ProviderAdapter]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._adapters)
 
     def get(self, config: ProviderConfig) -> ProviderAdapter:
-        key = (
-            id(asyncio.get_running_loop()),
-            config.provider,
-            config.base_url,
-            config.api_key.get_secret_value(),
-            config.include_usage,
-        )
-        adapter = self._adapters.get(key)
-        if adapter is None:
-            adapter = self._adapters[key] = make_adapter(config)
+        loop = asyncio.get_running_loop()
+        for stale in [k for k, (other, _) in self._adapters.items() if other.is_closed()]:
+            del self._adapters[stale]  # its loop is gone, and its sockets with it
+        key = (id(loop), config_digest(config))
+        entry = self._adapters.get(key)
+        if entry is not None and entry[0] is loop:
+            self._adapters.move_to_end(key)
+            return entry[1]
+        if entry is not None:
+            self._drop(key)
+        adapter = make_adapter(config)
+        self._adapters[key] = (loop, adapter)
+        while len(self._adapters) > self.max_size:
+            self._drop(next(iter(self._adapters)))
         return adapter
 
+    def _drop(self, key: tuple[int, str]) -> None:
+        loop, adapter = self._adapters.pop(key)
+        close_on_its_loop(adapter.aclose, loop)
+
     async def aclose(self) -> None:
-        adapters, self._adapters = list(self._adapters.values()), {}
-        for adapter in adapters:
-            await adapter.aclose()
+        entries, self._adapters = list(self._adapters.values()), OrderedDict()
+        current = asyncio.get_running_loop()
+        for loop, adapter in entries:
+            if loop is current:
+                await adapter.aclose()
+            else:
+                close_on_its_loop(adapter.aclose, loop)
 
 
 _adapters = AdapterCache()
@@ -139,7 +172,7 @@ async def stream_chat(
 ) -> AsyncIterator[ProviderDelta]:
     """Stream one model call; configuration is read here, where the provider is called."""
     config = load_config(environ, model_override=model)
-    adapter = (adapters or _adapters).get(config)
+    adapter = (_adapters if adapters is None else adapters).get(config)
     async for delta in adapter.stream(_params(messages, context, tool_schemas, config, environ)):
         yield delta
 
@@ -176,7 +209,7 @@ async def handle(
         raise ChatRouteError(502, {"error": "LLM provider error", "message": exc.message}) from None
     calls = [ToolCall(id=c.id, name=c.name, args=c.args) for c in response.tool_calls]
     out = ChatResponseBody(content=response.content or "", toolCalls=calls or None)
-    return out.model_dump(exclude_none=True)
+    return scrub_value(out.model_dump(exclude_none=True))
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:

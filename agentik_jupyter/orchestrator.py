@@ -24,8 +24,9 @@ from .providers.base import (
     TextDelta,
     UsageDelta,
 )
-from .providers.errors import AgentikError, scrub
+from .providers.errors import AgentikError
 from .registry import ToolRegistry, run_tool
+from .security.scrub import scrub, scrub_result
 from .store import AgentStore, ChatStore
 from .types import (
     AgentContext,
@@ -143,6 +144,8 @@ class Orchestrator:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent):
+            event = event.model_copy(update={"message": scrub(event.message)})
         for listener in list(self._listeners):
             try:
                 listener(event)
@@ -243,7 +246,7 @@ class Orchestrator:
         self.agent_store.set_status("processing")
         self.agent_store.set_active_tool(call.name)
         started = time.perf_counter()
-        result = await self._execute(call, parse_error)
+        result = scrub_result(await self._execute(call, parse_error))
         result.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         self.emit(ToolResultEvent(result=result))
         return result
@@ -299,6 +302,7 @@ class Orchestrator:
         return outcome
 
     def _fail(self, outcome: TurnOutcome, message: str, code: str | None) -> TurnOutcome:
+        message = scrub(message)
         outcome.reason = "error"
         outcome.error = message
         outcome.error_code = code

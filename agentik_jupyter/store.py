@@ -12,6 +12,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .security.scrub import scrub
 from .types import AgentContext, ChatMessage, ExecutionState
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class ChatStore(Store[ChatState]):
         if error is None:
             self.set(error=None)
         else:
-            self.set(error=error, loading=False)
+            self.set(error=scrub(error), loading=False)
 
     def clear_messages(self) -> None:
         self.set(messages=(), error=None, loading=False)

@@ -55,6 +55,16 @@ def _json_type(value: Any) -> str:
 
 
 _JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+PREVIEW_CHARS = 60
+"""How much of a wrong value an error message quotes back to the model."""
+
+
+def _preview(value: Any) -> str:
+    """A short repr that cannot fail on huge or deeply nested values."""
+    try:
+        return repr(value)[:PREVIEW_CHARS]
+    except (RecursionError, ValueError):
+        return f"<{_json_type(value)}>"
 
 
 def allowed_types(p: ToolParameter) -> set[str] | None:
@@ -105,9 +115,9 @@ def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
         kinds = allowed_types(p)
         if kinds is not None and not _matches_any(value, kinds):
             wanted = " or ".join(_PY_NAMES.get(k, k) for k in sorted(kinds))  # type: ignore[call-overload]
-            problems.append(f"argument '{key}' must be {wanted}, got {_json_type(value)} {value!r:.60}")
+            problems.append(f"argument '{key}' must be {wanted}, got {_json_type(value)} {_preview(value)}")
         elif p.enum is not None and value not in p.enum:
-            problems.append(f"argument '{key}' must be one of {p.enum!r}, got {value!r:.60}")
+            problems.append(f"argument '{key}' must be one of {p.enum!r}, got {_preview(value)}")
     return problems
 
 

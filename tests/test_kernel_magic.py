@@ -168,7 +168,7 @@ def test_provider_401_shows_a_clear_error_and_the_next_cell_works(notebook_run: 
     assert "LLM_API_KEY" in shown and "401" in shown, shown
     assert re.search(r"authenticat", shown, re.I), shown
     assert "Traceback" not in shown
-    assert "Incorrect API key provided: ***" in shown  # the provider's words, the key scrubbed
+    assert "Incorrect API key provided: [hidden: LLM_API_KEY]" in shown  # the provider's words, the key scrubbed
     after = transcript(notebook_run.outputs("after"))
     assert after["application/vnd.agentik.transcript+json"]["status"] == "complete"
     assert A_AFTER in after["text/plain"]

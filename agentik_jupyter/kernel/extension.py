@@ -56,6 +56,9 @@ def transform(lines: list[str]) -> list[str]:
 def load(ipython: Any) -> None:
     if transform in ipython.input_transformers_cleanup:
         return
+    from ..security.scrub import install_log_filter
+
+    install_log_filter()
     ipython.register_magics(AgentMagics)
 
     async def cell_helper(line: str, body: str) -> None:

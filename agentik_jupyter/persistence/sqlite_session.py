@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from pydantic import TypeAdapter
 
+from ..security.scrub import scrub
 from ..types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
 from .budget import TokenEstimator, estimate_tokens, first_turn_to_keep
 from .connection import (
@@ -166,7 +167,7 @@ class SessionDB:
     def _insert_record(
         conn: sqlite3.Connection, conversation_id: str, turn_id: str, record: PersistedMessage
     ) -> AuditRef:
-        payload = record.model_dump_json()
+        payload = scrub(record.model_dump_json())
         existing = conn.execute(
             "SELECT conversation_id, turn_id, seq, payload_json FROM message WHERE id = ?", (record.id,)
         ).fetchone()
@@ -214,7 +215,10 @@ class SessionDB:
                 "INSERT INTO working_memory"
                 " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, turn_id, order, source[0] if source else None, message.model_dump_json(), created),
+                (
+                    conversation_id, turn_id, order, source[0] if source else None,
+                    scrub(message.model_dump_json()), created,
+                ),
             )
 
     # ---- conversations ----
@@ -286,7 +290,7 @@ class SessionDB:
             self._insert_record(conn, conversation_id, turn_id, user)
             if row[1] is None:
                 conn.execute(
-                    "UPDATE conversation SET title = ? WHERE id = ?", (default_title(user.content), conversation_id)
+                    "UPDATE conversation SET title = ? WHERE id = ?", (default_title(scrub(user.content)), conversation_id)
                 )
             self._touch(conn, conversation_id)
             return turn_id

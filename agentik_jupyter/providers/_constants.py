@@ -8,6 +8,9 @@ CONNECT_TIMEOUT_S: float = 10.0
 READ_TIMEOUT_S: float = 120.0
 """Longest silence between bytes: reasoning models can think a long time before the first token."""
 
+MAX_READ_TIMEOUT_S: float = 3600.0
+"""The largest `LLM_TIMEOUT` accepted."""
+
 WRITE_TIMEOUT_S: float = 30.0
 POOL_TIMEOUT_S: float = 10.0
 
@@ -33,3 +36,11 @@ DEFAULT_ANTHROPIC_BASE_URL: str = "https://api.anthropic.com"
 
 ERROR_BODY_PREVIEW_CHARS: int = 300
 """How much of an unparseable error body is quoted back to the user."""
+
+MAX_ARGUMENT_DEPTH: int = 64
+"""Tool-call arguments nested deeper than this are a parse error the model reads, checked
+before decoding so no deep structure (or RecursionError) reaches the rest of the turn."""
+
+MAX_ANSWER_CHARS: int = 1_000_000
+"""Text, reasoning and tool-argument characters read from one answer (~250k tokens, past any
+model's output limit); a provider sending more is broken, and reading on would stall the kernel."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from . import _constants as C
 from ..types import ToolParameter, ToolResult, ToolSchema
 
 
@@ -48,29 +50,57 @@ def tool_result_text(result: ToolResult) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nesting_depth(raw: str) -> int:
+    """How deep the brackets of a JSON text nest (strings skipped), without recursion."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub("", raw)):
+        if match.group(0) in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     """Parse tool-call arguments: `""`, `"null"` and missing mean `{}`.
 
-    Returns (args, parse_error). Invalid JSON gives `{}` and a message that
-    validation reports back to the model instead of crashing the turn.
+    Returns (args, parse_error). Invalid or too deeply nested JSON gives `{}` and a
+    message that validation reports back to the model instead of crashing the turn.
     """
     if raw is None or raw.strip() in ("", "null"):
         return {}, None
+    depth = nesting_depth(raw)
+    if depth > C.MAX_ARGUMENT_DEPTH:
+        return {}, f"arguments nest {depth} levels deep; at most {C.MAX_ARGUMENT_DEPTH} are accepted"
     try:
         value: Any = json.loads(raw)
     except ValueError as exc:
-        return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        return {}, f"arguments are not valid JSON ({_reason(exc)})"
+    except RecursionError:
+        return {}, f"arguments nest too deeply; at most {C.MAX_ARGUMENT_DEPTH} levels are accepted"
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
+        return parse_arguments(value)  # double-encoded; each level is shorter, so this ends
     if value is None:
         return {}, None
     if not isinstance(value, dict):
-        return {}, f"arguments must be a JSON object, got {type(value).__name__}"
+        return {}, _not_object(value)
     return value, None
+
+
+def _reason(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at position {exc.pos}"
+    return str(exc)[:200]
+
+
+def _not_object(value: Any) -> str:
+    return f"arguments must be a JSON object, got {type(value).__name__}"

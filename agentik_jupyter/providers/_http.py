@@ -31,6 +31,7 @@ from .errors import (
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
+    RedirectError,
     ServerError,
     StreamError,
     scrub,
@@ -101,9 +102,26 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 def make_client(timeouts: Timeouts | None = None) -> httpx2.AsyncClient:
-    """One pooled client per adapter; `trust_env` keeps corporate proxy settings working."""
+    """One pooled client per adapter; `trust_env` keeps corporate proxy settings working.
+
+    Redirects are never followed: the request carries the key and the conversation, and a
+    3xx could send both to another origin (see `redirect_error`)."""
     return httpx2.AsyncClient(
-        timeout=(timeouts or Timeouts()).to_httpx(), follow_redirects=True, verify=_ssl_context()
+        timeout=(timeouts or Timeouts()).to_httpx(), follow_redirects=False, verify=_ssl_context()
+    )
+
+
+def redirect_error(status: int, url: str, location: str | None) -> RedirectError:
+    """A 3xx as a typed error naming the status and the target's origin (never its path or query)."""
+    try:
+        target = httpx2.URL(url).join(location or "")
+        where = f"{target.scheme}://{target.host}" + (f":{target.port}" if target.port else "")
+    except Exception:
+        where = "an unreadable address"
+    return RedirectError(
+        f"The provider answered HTTP {status}, a redirect to {where}. Requests carrying LLM_API_KEY "
+        "never follow redirects: set LLM_BASE_URL to the final address if you trust it.",
+        status=status,
     )
 
 
@@ -245,10 +263,16 @@ async def open_response(
     attempt = 0
     while True:
         try:
-            response = await client.send(client.build_request("POST", url, headers=headers, json=body), stream=True)
+            response = await client.send(
+                client.build_request("POST", url, headers=headers, json=body), stream=True, follow_redirects=False
+            )
         except httpx2.HTTPError as exc:
             error = error_from_transport(exc, url, in_stream=False)
         else:
+            if 300 <= response.status_code < 400:
+                location = response.headers.get("location")
+                await response.aclose()
+                raise redirect_error(response.status_code, url, location)
             if response.status_code < 400:
                 try:
                     yield response
@@ -269,6 +293,29 @@ async def open_response(
         await retry.sleep(delay)
 
 
+def close_on_its_loop(close: Callable[[], Awaitable[None]], loop: asyncio.AbstractEventLoop | None) -> None:
+    """Run `close()` (a client's or adapter's aclose) on the loop its client was made on.
+
+    A client cannot be closed from another loop; if its loop is gone its sockets went with it.
+    """
+    if loop is None or loop.is_closed():
+        return
+    try:
+        current = asyncio.get_running_loop()
+    except RuntimeError:
+        current = None
+    if loop is current:
+        task = loop.create_task(close())  # type: ignore[arg-type]
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
+    elif loop.is_running():
+        asyncio.run_coroutine_threadsafe(close(), loop)  # type: ignore[arg-type]
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Close tasks in flight, kept so they are not garbage-collected before they finish."""
+
+
 class ClientHolder:
     """Owns the adapter's httpx2 client, one per event loop (a client cannot cross loops)."""
 
@@ -281,13 +328,23 @@ class ClientHolder:
     def get(self) -> httpx2.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or (self._owned and self._loop is not loop):
+            if self._client is not None:
+                close_on_its_loop(self._client.aclose, self._loop)
             self._client = make_client(self._timeouts)
             self._loop = loop
         return self._client
+
+    def close_soon(self) -> None:
+        """Close the owned client without awaiting (for an adapter dropped from a cache)."""
+        if self._owned and self._client is not None:
+            close_on_its_loop(self._client.aclose, self._loop)
+        self._client = None
 
     async def aclose(self) -> None:
         if not self._owned or self._client is None:
             return
         if self._loop is asyncio.get_running_loop():
             await self._client.aclose()
+        else:
+            close_on_its_loop(self._client.aclose, self._loop)
         self._client = None

@@ -14,7 +14,33 @@ import httpx2
 
 from . import _constants as C
 from ._http import error_from_transport
-from .errors import MalformedResponseError
+from .errors import MalformedResponseError, StreamError
+
+
+class AnswerLimit:
+    """Counts what an answer delivers and stops it past `C.MAX_ANSWER_CHARS` (the error carries
+    the part that arrived): a runaway provider must not fill the kernel's memory and widgets."""
+
+    def __init__(self, partial: Callable[[], Any], limit: int = C.MAX_ANSWER_CHARS) -> None:
+        self.partial = partial
+        self.limit = limit
+        self.chars = 0
+
+    def count(self, deltas: list[Any]) -> list[Any]:
+        for delta in deltas:
+            text = getattr(delta, "text", None)
+            if isinstance(text, str):
+                self.chars += len(text)
+        if self.chars > self.limit:
+            err = StreamError(
+                f"The answer passed {self.limit:,} characters, more than any model writes in one answer; "
+                "stopped reading it.",
+                status=200,
+                in_stream=True,
+            )
+            err.partial = self.partial()
+            raise err
+        return deltas
 
 
 def malformed(what: str, raw: str, *, in_stream: bool) -> MalformedResponseError:
@@ -49,8 +75,10 @@ async def json_events(
     api: str,
     partial: Callable[[], Any],
     done: str | None = None,
+    on_done: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, decoded data) for each event with data, until the stream ends or `done`.
+    """(event name, decoded data) for each event with data, until the stream ends or `done`
+    (then `on_done()` is called, so the caller can tell a finished stream from a cut one).
 
     An event that is not JSON raises with `partial()` attached; a stream that ends
     without any data says which API the base URL was expected to serve.
@@ -59,6 +87,8 @@ async def json_events(
     async for event in iter_events(response, url):
         data = event.data.strip()
         if done is not None and data == done:
+            if on_done is not None:
+                on_done()
             break
         if not data:
             continue

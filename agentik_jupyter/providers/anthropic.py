@@ -17,7 +17,7 @@ from . import _constants as C
 from ._anthropic_assembly import MessageAccumulator, message_as_events
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
-from ._streaming import is_event_stream, json_events, read_json_object
+from ._streaming import AnswerLimit, is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from .errors import StreamError
 from .openai_compatible import endpoint_url
@@ -144,8 +144,9 @@ class AnthropicAdapter:
                     yield delta
             else:
                 payload = await read_json_object(response, self.url)
+                limit = AnswerLimit(acc.snapshot)
                 for event in message_as_events(payload):
-                    for delta in acc.feed(event, in_stream=False):
+                    for delta in limit.count(acc.feed(event, in_stream=False)):
                         yield delta
             for delta in acc.final_deltas():
                 yield delta
@@ -153,11 +154,12 @@ class AnthropicAdapter:
 
     async def _assemble_stream(self, response: httpx2.Response, acc: MessageAccumulator) -> AsyncIterator[ProviderDelta]:
         events = json_events(response, self.url, api="Anthropic Messages API", partial=acc.snapshot)
+        limit = AnswerLimit(acc.snapshot)
         async with aclosing(events):
             async for name, payload in events:
                 if name == "error" and isinstance(payload, dict) and payload.get("type") != "error":
                     payload = {"type": "error", "error": payload.get("error", payload)}
-                for delta in acc.feed(payload):
+                for delta in limit.count(acc.feed(payload)):
                     yield delta
                 if acc.stopped:
                     break

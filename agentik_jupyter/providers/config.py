@@ -47,6 +47,8 @@ class ProviderConfig(BaseModel):
     api_key: SecretStr
     base_url: str
     include_usage: bool = True
+    read_timeout: float = C.READ_TIMEOUT_S
+    """Longest wait for the next byte (`LLM_TIMEOUT`, seconds)."""
 
 
 def _missing(name: str, example: str) -> ConfigurationError:
@@ -83,6 +85,11 @@ def load_config(environ: Mapping[str, str] | None = None, model_override: str | 
             "in the notebook: import os, getpass; os.environ['LLM_API_KEY'] = getpass.getpass(). "
             "A local server such as Ollama accepts any value."
         )
+    if any(ch.isspace() or not ch.isprintable() for ch in api_key):
+        raise ConfigurationError(
+            "LLM_API_KEY contains whitespace or a control character (a line break pasted with it?). "
+            "Set it again with the key alone; its value is not shown here."
+        )
     base_url = (env.get("LLM_BASE_URL") or "").strip() or DEFAULT_BASE_URLS[provider]
     try:
         url = httpx2.URL(base_url)
@@ -93,13 +100,30 @@ def load_config(environ: Mapping[str, str] | None = None, model_override: str | 
             f"LLM_BASE_URL={base_url!r} is not an http(s) URL. Example: %env LLM_BASE_URL=http://localhost:11434/v1"
         )
     include_usage = (env.get("LLM_STREAM_USAGE") or "1").strip().lower() not in _FALSE
+    read_timeout = _timeout(env.get("LLM_TIMEOUT"))
     return ProviderConfig(
         provider=provider,
         model=model,
         api_key=SecretStr(api_key),
         base_url=base_url.rstrip("/"),
         include_usage=include_usage,
+        read_timeout=read_timeout,
     )
+
+
+def _timeout(raw: str | None) -> float:
+    if raw is None or not raw.strip():
+        return C.READ_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= C.MAX_READ_TIMEOUT_S:
+        raise ConfigurationError(
+            f"LLM_TIMEOUT={raw!r} is not a number of seconds between 0 and {C.MAX_READ_TIMEOUT_S:g}. "
+            "Example: %env LLM_TIMEOUT=300"
+        )
+    return value
 
 
 def make_adapter(
@@ -110,6 +134,7 @@ def make_adapter(
     client: httpx2.AsyncClient | None = None,
 ) -> ProviderAdapter:
     """The adapter for `config.provider`, pointed at `config.base_url`."""
+    timeouts = timeouts or Timeouts(read=config.read_timeout)
     if config.provider == "anthropic":
         return AnthropicAdapter(
             api_key=config.api_key, base_url=config.base_url, timeouts=timeouts, retry=retry, client=client

@@ -1,21 +1,14 @@
 """Typed provider errors. Each carries a short message a user can act on.
 
 Messages are built from the provider's error body and our own words; the API key
-is scrubbed from every message (see `scrub`) before an error is raised.
+is scrubbed from every message (`security.scrub`) before an error is raised.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-
-def scrub(text: str) -> str:
-    """Remove the configured API key from any text that may reach a user."""
-    key = os.environ.get("LLM_API_KEY") or ""
-    if len(key) >= 4 and key in text:
-        text = text.replace(key, "***")
-    return text
+from ..security.scrub import scrub  # also re-exported: callers that import it from here use the one scrubber
 
 
 class AgentikError(Exception):
@@ -91,6 +84,12 @@ class ProviderConnectionError(ProviderError):
 
 class MalformedResponseError(ProviderError):
     code = "malformed_response"
+
+
+class RedirectError(ProviderError):
+    """The provider answered 3xx: requests carry the key, so they never follow a redirect."""
+
+    code = "redirect"
 
 
 class StreamError(ProviderError):

@@ -18,8 +18,9 @@ from . import _constants as C
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
-from ._streaming import is_event_stream, json_events, read_json_object
+from ._streaming import AnswerLimit, is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from .errors import StreamError
 
 
 def endpoint_url(base_url: str, path: str) -> str:
@@ -151,13 +152,27 @@ class OpenAICompatibleAdapter:
 
     async def _assemble_stream(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
         acc = ChatCompletionAccumulator()
-        events = json_events(response, self.url, api="OpenAI-compatible API", partial=acc.snapshot, done="[DONE]")
+        limit = AnswerLimit(acc.snapshot)
+        finished: list[bool] = []
+        events = json_events(
+            response, self.url, api="OpenAI-compatible API", partial=acc.snapshot, done="[DONE]",
+            on_done=lambda: finished.append(True),
+        )
         async with aclosing(events):
             async for name, chunk in events:
                 if name == "error" and not (isinstance(chunk, dict) and chunk.get("error")):
                     chunk = {"error": chunk}
-                for delta in acc.feed(chunk):
+                for delta in limit.count(acc.feed(chunk)):
                     yield delta
+        if not finished and acc.finish_reason is None:
+            err = StreamError(
+                "The provider's stream ended before the answer was complete (no finish_reason, no [DONE]). "
+                "The answer is incomplete; send the message again.",
+                status=200,
+                in_stream=True,
+            )
+            err.partial = acc.snapshot()
+            raise err
         for delta in acc.finish():
             yield delta
         yield StreamDone(response=acc.snapshot())
@@ -165,7 +180,7 @@ class OpenAICompatibleAdapter:
     async def _assemble_body(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
         body = await read_json_object(response, self.url)
         acc = ChatCompletionAccumulator()
-        for delta in acc.feed(completion_as_chunk(body), in_stream=False):
+        for delta in AnswerLimit(acc.snapshot).count(acc.feed(completion_as_chunk(body), in_stream=False)):
             yield delta
         for delta in acc.finish():
             yield delta

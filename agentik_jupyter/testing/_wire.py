@@ -61,7 +61,7 @@ def openai_stream(reply: Reply, *, model: str, prompt: int, include_usage: bool,
         frames.append(
             sse(_chunk(model, {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}))
         )
-        for fragment in _fragments(json.dumps(call.args)):
+        for fragment in _fragments(call.arguments()):
             frames.append(sse(_chunk(model, {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})))
     frames.append(sse(_chunk(model, {}, "tool_calls" if reply.calls else "stop")))
     if include_usage:
@@ -80,7 +80,7 @@ def openai_json(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> 
             {
                 "id": call.id or new_id("call_"),
                 "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.args)},
+                "function": {"name": call.name, "arguments": call.arguments()},
             }
             for call in reply.calls
         ]
@@ -138,7 +138,7 @@ def anthropic_stream(reply: Reply, *, model: str, prompt: int, new_id: IdFactory
         block({"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in reply.pieces()])
     for call in reply.calls:
         opening = {"type": "tool_use", "id": call.id or new_id("toolu_"), "name": call.name, "input": {}}
-        block(opening, [{"type": "input_json_delta", "partial_json": f} for f in ["", *_fragments(json.dumps(call.args))]])
+        block(opening, [{"type": "input_json_delta", "partial_json": f} for f in ["", *_fragments(call.arguments())]])
     stop = "tool_use" if reply.calls else "end_turn"
     frames.append(
         _event(

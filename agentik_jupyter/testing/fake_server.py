@@ -2,8 +2,9 @@
 
 It answers `POST /v1/chat/completions` (OpenAI-compatible) and `POST /v1/messages`
 (Anthropic), streamed or not, with scripted replies, records every request, and
-injects faults (HTTP errors, a reset mid-stream, a malformed event, an in-band
-error, a slow first byte). Use it to test an agent notebook without a network::
+injects faults (HTTP errors, a reset mid-stream, a truncated stream, a malformed
+event, an in-band error, a slow first byte, a redirect). Use it to test an agent notebook
+without a network::
 
     from agentik_jupyter.testing import FakeLLMServer, Reply
     with FakeLLMServer() as srv:
@@ -279,6 +280,13 @@ class FakeLLMServer:
                 return
             fault = None
         anthropic = request.api == "anthropic"
+        if fault == "redirect":
+            h.send_response(307)
+            h.send_header("Location", reply.location or "/elsewhere")
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            h.wfile.flush()
+            return
         if fault in HTTP_FAULTS:
             status = HTTP_FAULTS[fault]
             message = reply.message or DEFAULT_ERROR_MESSAGES[status]
@@ -302,7 +310,7 @@ class FakeLLMServer:
             include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
             frames = W.openai_stream(reply, model=model, prompt=prompt, include_usage=include_usage, new_id=self._new_id)
         cut = max(1, len(frames) // 2)
-        if fault == "reset":
+        if fault in ("reset", "truncated"):
             frames = frames[:cut]
         elif fault == "malformed_sse":
             frames = [*frames[:cut], b'data: {"choices": [{"delta": {"content": "trunc\n\n', *frames[cut:]]
@@ -335,7 +343,7 @@ class FakeLLMServer:
             message = reply.message or STREAM_ERROR_MESSAGE
             payload = W.anthropic_error(503, message) if anthropic else W.openai_error(503, message)
         data = json.dumps(payload).encode()
-        if fault == "malformed_sse":
+        if fault in ("malformed_sse", "truncated"):
             data = data[: len(data) // 2]
         h.send_response(200)
         h.send_header("Content-Type", "application/json")

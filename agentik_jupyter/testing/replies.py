@@ -23,10 +23,13 @@ Fault = Literal[
     "malformed_sse",
     "stream_error",
     "slow_first_byte",
+    "truncated",
+    "redirect",
 ]
 """HTTP errors; `reset` closes the connection mid-stream; `malformed_sse` sends an event that is
 not JSON; `stream_error` sends an in-band error event inside a 200 stream; `slow_first_byte`
-waits `delay` seconds before answering (to trip a client's read timeout)."""
+waits `delay` seconds before answering (to trip a client's read timeout); `truncated` ends the
+stream cleanly halfway, without its final events; `redirect` answers 307 to `location`."""
 
 FAULTS: tuple[str, ...] = Fault.__args__  # type: ignore[attr-defined]
 HTTP_FAULTS = {"401": 401, "403": 403, "404": 404, "429": 429, "500": 500, "503": 503}
@@ -37,6 +40,11 @@ class ToolCallReply:
     name: str
     args: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
+    raw_args: str | None = None
+    """Exactly this argument text instead of `json.dumps(args)` (invalid or odd JSON)."""
+
+    def arguments(self) -> str:
+        return self.raw_args if self.raw_args is not None else json.dumps(self.args)
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class Reply:
     retry_after: float | None = None
     retry_after_ms: float | None = None
     delay: float | None = None
+    location: str | None = None
     raw_body: bytes | None = None
     raw_status: int = 200
     raw_content_type: str = "text/event-stream"
@@ -70,8 +79,11 @@ class Reply:
         chunks: int | None = None,
         reasoning: str | None = None,
     ) -> Reply:
-        """`calls` are `{"name": ..., "args": {...}, "id": optional}` dicts."""
-        parsed = tuple(ToolCallReply(name=c["name"], args=dict(c.get("args") or {}), id=c.get("id")) for c in calls)
+        """`calls` are `{"name": ..., "args": {...}, "id": optional, "raw_args": optional str}` dicts."""
+        parsed = tuple(
+            ToolCallReply(name=c["name"], args=dict(c.get("args") or {}), id=c.get("id"), raw_args=c.get("raw_args"))
+            for c in calls
+        )
         return cls(content=text or "", calls=parsed, chunks=chunks, reasoning=reasoning)
 
     @classmethod
@@ -83,6 +95,7 @@ class Reply:
         retry_after: float | None = None,
         retry_after_ms: float | None = None,
         delay: float | None = None,
+        location: str | None = None,
         text: str = "This answer is cut short by a fault",
     ) -> Reply:
         """A failure: an HTTP status ("401", 429, ...) or a stream fault ("reset", ...)."""
@@ -96,6 +109,7 @@ class Reply:
             retry_after=retry_after,
             retry_after_ms=retry_after_ms,
             delay=delay,
+            location=location,
         )
 
     @classmethod
@@ -108,7 +122,7 @@ class Reply:
     def from_dict(cls, data: Mapping[str, Any]) -> Reply:
         """A reply from a script entry: `{"text": ...}`, `{"tool_calls": [...]}` or `{"fault": "429", ...}`."""
         if "fault" in data:
-            options = {k: data[k] for k in ("message", "retry_after", "retry_after_ms", "delay", "text") if k in data}
+            options = {k: data[k] for k in ("message", "retry_after", "retry_after_ms", "delay", "location", "text") if k in data}
             return cls.fault(data["fault"], **options)
         if "tool_calls" in data:
             return cls.tool_calls(

@@ -1,0 +1,204 @@
+"""One scrubber for everything that leaves the agent: tool results, errors, rows, replies, logs.
+
+It masks the configured key (`LLM_API_KEY`) and the values of environment variables whose
+names look secret, in the forms a value takes on its way out: raw, escaped (repr, JSON,
+unicode escapes), HTML-escaped, URL-encoded and base64 (also inside a longer base64 text
+such as `user:key`). Each is replaced with `[hidden: NAME]` so the model can tell the user
+what it could not see. The environment is read at every call (a key set with `%env`
+mid-session counts at once); the compiled pattern is cached per set of values.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import json
+import logging
+import os
+import re
+import urllib.parse
+from typing import Any, Callable, Mapping
+
+KEY_VARIABLE = "LLM_API_KEY"
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
+"""Environment variable names whose values are treated as secrets."""
+MIN_SECRET_CHARS = 8
+"""Shorter values are not masked: they would mangle ordinary words and protect nothing."""
+MIN_EMBEDDED_B64_CHARS = 12
+"""A base64 fragment shorter than this could match ordinary text by chance."""
+MAX_SCRUB_DEPTH = 32
+"""Nested structures deeper than this are masked through their JSON text instead."""
+PATTERN_CACHE_SIZE = 8
+LOGGER_NAME = "agentik_jupyter"
+
+_NOT_SECRET = re.compile(r"(?i)^(true|false|yes|no|on|off|none|null|[0-9.]+|https?://[^@\s]*|[/~][^\s]*)$")
+"""Booleans, numbers, URLs without credentials and paths: values of *_KEY_FILE, *_TOKEN_URL…"""
+
+Secrets = tuple[tuple[str, str], ...]
+
+
+def mask(name: str) -> str:
+    return f"[hidden: {name}]"
+
+
+def _looks_secret(value: str) -> bool:
+    return len(value) >= MIN_SECRET_CHARS and not _NOT_SECRET.match(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_name(name: str) -> bool:
+    return name != KEY_VARIABLE and SECRET_NAME.search(name) is not None
+
+
+def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
+    """(name, value) pairs to mask, the configured key first."""
+    env = os.environ if environ is None else environ
+    found: list[tuple[str, str]] = []
+    key = (env.get(KEY_VARIABLE) or "").strip()
+    if len(key) >= MIN_SECRET_CHARS:
+        found.append((KEY_VARIABLE, key))
+    for name, value in env.items():
+        if _secret_name(name) and _looks_secret(value.strip()):
+            found.append((name, value.strip()))
+    return tuple(found)
+
+
+def _embedded_b64(data: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
+    """Fragments that appear in the base64 of any text containing `data`, at each of the
+    three byte alignments (so `user:key` and `Basic …` headers are caught too)."""
+    out: set[str] = set()
+    for offset in range(3):
+        encoded = encode(b"\0" * offset + data).decode()
+        head = -(-8 * offset // 6)  # the first character made of the value's bits only
+        tail = 8 * (offset + len(data)) // 6  # past the last such character
+        fragment = encoded[head:tail]
+        if len(fragment) >= MIN_EMBEDDED_B64_CHARS:
+            out.add(fragment)
+    return out
+
+
+def forms(value: str) -> set[str]:
+    """The ways `value` can be written in text that leaves the kernel."""
+    escaped = {
+        value,
+        repr(value)[1:-1],
+        ascii(value)[1:-1],
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        value.encode("unicode_escape").decode("ascii"),
+    }
+    escaped |= {json.dumps(e)[1:-1] for e in list(escaped)}
+    out = set(escaped) | {html.escape(e) for e in escaped}
+    out |= {urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value), urllib.parse.quote(value)}
+    data = value.encode()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(data).decode()
+        out |= {whole, whole.rstrip("=")}
+        out |= _embedded_b64(data, encode)
+    return {f for f in out if f}
+
+
+@functools.lru_cache(maxsize=PATTERN_CACHE_SIZE)
+def _compiled(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    names: dict[str, str] = {}
+    for name, value in secrets:
+        for form in forms(value):
+            names.setdefault(form, name)
+    if not names:
+        return None, names
+    alternatives = sorted(names, key=len, reverse=True)
+    return re.compile("|".join(re.escape(a) for a in alternatives)), names
+
+
+
+def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`text` with every secret (in any of its forms) replaced by `[hidden: NAME]`."""
+    if not text:
+        return text
+    secrets = current_secrets(environ)
+    pattern, names = _compiled(secrets)
+    if pattern is None or not any(a in text for a in _anchors_for(secrets)):
+        return text
+    return pattern.sub(lambda m: mask(names[m.group(0)]), text)
+
+
+@functools.lru_cache(maxsize=PATTERN_CACHE_SIZE)
+def _anchors_for(secrets: Secrets) -> tuple[str, ...]:
+    """The first characters of every form: a fast substring test before the regex runs."""
+    return tuple({form[:MIN_SECRET_CHARS] for form in _compiled(secrets)[1]})
+
+
+def scrub_value(value: Any, environ: Mapping[str, str] | None = None, _depth: int = 0) -> Any:
+    """A JSON-like value (tool result, MIME bundle) with every string scrubbed."""
+    if isinstance(value, str):
+        return scrub(value, environ)
+    if _depth > MAX_SCRUB_DEPTH:
+        return json.loads(scrub(json.dumps(value, default=str), environ))
+    if isinstance(value, dict):
+        return {
+            scrub(k, environ) if isinstance(k, str) else k: scrub_value(v, environ, _depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [scrub_value(v, environ, _depth + 1) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return scrub(str(value), environ)
+
+
+def scrub_result(result: Any) -> Any:
+    """A ToolResult with its text, error and display bundle scrubbed (a copy; the input is kept)."""
+    return result.model_copy(
+        update={
+            "result": scrub_value(result.result),
+            "error": scrub(result.error) if result.error is not None else None,
+            "display": scrub_value(result.display) if result.display is not None else None,
+        }
+    )
+
+
+class SecretFilter(logging.Filter):
+    """Masks secrets in a log record's message, arguments, traceback and stack."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = str(record.msg)
+        record.msg, record.args = scrub(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub(record.stack_info)
+        return True
+
+
+_FILTER = SecretFilter()
+
+
+def _package_record_factory(previous: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if record.name == LOGGER_NAME or record.name.startswith(LOGGER_NAME + "."):
+            _FILTER.filter(record)
+        return record
+
+    factory.agentik_scrub = True  # type: ignore[attr-defined]
+    return factory
+
+
+def install_log_filter() -> None:
+    """Mask secrets in every record of the package's loggers, once per process.
+
+    A filter on a logger does not see its children's records, so the same filter also runs
+    where records are made (the record factory), for `agentik_jupyter.*` names only.
+    """
+    logger = logging.getLogger(LOGGER_NAME)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    current = logging.getLogRecordFactory()
+    if not getattr(current, "agentik_scrub", False):
+        logging.setLogRecordFactory(_package_record_factory(current))
