@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .providers._constants import MAX_ARGUMENT_DEPTH
 from .providers.base import ProviderToolCall
-
-MAX_ARGUMENT_DEPTH = 64
-"""Nesting levels of objects and arrays a call's arguments may have (the top object is 1)."""
 
 MAX_ARGUMENT_CHARS = 1_000_000
 """Characters of argument text (the raw JSON, or strings and keys once parsed)."""

@@ -52,7 +52,7 @@ def test_chat_answers_content_and_tool_calls(server: RunningServer, llm: FakeLLM
     assert [c["name"] for c in calls] == ["list_variables"] and calls[0]["args"] == {}
     sent = llm.last_request
     assert sent is not None and sent.body["tools"][0]["function"]["name"] == "list_variables"
-    assert "/w/a.ipynb" in json.dumps(sent.body["messages"][0])
+    assert "Notebook: a.ipynb" in json.dumps(sent.body["messages"][0])  # the system prompt names the notebook
 
 
 @pytest.mark.parametrize("body", [b"not json", {"messages": []}, {"messages": [{"role": "robot", "content": "x"}]}, {}])
