@@ -192,6 +192,10 @@ class Orchestrator:
         except asyncio.CancelledError:
             self._interrupt(outcome, pending, "".join(partial))
             raise
+        except KeyboardInterrupt:
+            # Jupyter's Interrupt landed in a tool or in run_code's user code: the turn ends here.
+            self._interrupt(outcome, pending, "".join(partial))
+            return outcome
         except AgentikError as exc:
             return self._fail(outcome, exc.message, exc.code)
         except Exception as exc:

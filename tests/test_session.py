@@ -133,12 +133,36 @@ async def test_temporary_session_writes_nothing(tmp_path: Path) -> None:
     await db.aclose()
 
 
-async def test_a_second_turn_while_busy_is_refused(tmp_path: Path) -> None:
-    session, _, db = await open_session(tmp_path / "b.agentik.db", [Step.say("x" * 200, chunk_size=1, delay=0.005)])
-    task = session.start_turn("one")
-    with pytest.raises(RuntimeError, match="already running"):
-        session.start_turn("two")
-    await task
+async def test_turns_started_while_busy_queue_in_order(tmp_path: Path) -> None:
+    steps = [Step.say("x" * 100, chunk_size=1, delay=0.005), Step.say("b"), Step.say("c")]
+    session, transport, db = await open_session(tmp_path / "b.agentik.db", steps)
+    first = session.start_turn("one")
+    second = session.start_turn("two")
+    third = session.start_turn("three")
+    await asyncio.sleep(0.05)
+    assert session.busy and session.queued == 2
+    assert session.ahead_of(second) == 1 and session.ahead_of(third) == 2
+    outcomes = await asyncio.gather(first, second, third)
+    assert [o.reason for o in outcomes] == ["complete"] * 3
+    assert [m.content for m in transport.requests[2].messages] == ["one", "x" * 100, "two", "b", "three"]
+    await db.aclose()
+
+
+async def test_a_queued_turn_can_be_removed_and_stop_all_empties_the_queue(tmp_path: Path) -> None:
+    steps = [Step.say("x" * 400, chunk_size=1, delay=0.005), Step.say("c"), Step.say("d")]
+    session, transport, db = await open_session(tmp_path / "q.agentik.db", steps)
+    first = session.start_turn("one")
+    second = session.start_turn("two")
+    third = session.start_turn("three")
+    await asyncio.sleep(0.05)
+    assert session.cancel(second)
+    assert session.ahead_of(third) == 1
+    removed = await second
+    assert removed.reason == "interrupted" and removed.error_code == "dequeued"
+    assert session.stop_all() == 2
+    outcomes = await asyncio.gather(first, third)
+    assert [o.reason for o in outcomes] == ["interrupted", "interrupted"]
+    assert len(transport.requests) == 1 and not session.busy and session.queued == 0
     await db.aclose()
 
 

@@ -17,6 +17,7 @@ from ..registry import ToolRegistry, default_registry
 from ..session import Session
 from ..transport import default_transport
 from ..types import AgentContext
+from . import interrupt, mainloop
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,17 @@ class KernelAgent:
         self.gate = ApprovalGate(present=self._present_approval)
         self.mcp: Any = None
         self._needs_resume = False
+        loop = mainloop.capture()
+        if loop is not None:
+            interrupt.install(self._running_turn, self.interrupt, loop)
+
+    def _running_turn(self) -> Any:
+        session = self.session
+        return session._task if session is not None and session.busy else None
+
+    def interrupt(self) -> int:
+        """Jupyter's Interrupt: stop the running turn and empty the queue."""
+        return self.session.stop_all() if self.session is not None else 0
 
     def _present_approval(self, request: Any) -> None:
         session = self.session

@@ -10,6 +10,7 @@ from typing import Any
 
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
+from ..kernel.mainloop import main_thread_callback
 from .markdown import escape
 from .protocol import ApprovalRequestLike
 
@@ -52,9 +53,10 @@ class ApprovalCard:
         self.always_button = Button(
             description="Always for this session", button_style="warning", layout=Layout(width="auto")
         )
-        self.approve_button.on_click(lambda _: self.request.approve())
-        self.deny_button.on_click(lambda _: self.request.deny())
-        self.always_button.on_click(lambda _: self.request.approve(always=True))
+        # Clicks may arrive on a kernel subshell's thread: decide on the main loop.
+        self.approve_button.on_click(main_thread_callback(lambda _: self.request.approve()))
+        self.deny_button.on_click(main_thread_callback(lambda _: self.request.deny()))
+        self.always_button.on_click(main_thread_callback(lambda _: self.request.approve(always=True)))
         self.buttons = HBox(children=(self.approve_button, self.deny_button, self.always_button))
         self.outcome = HTML(value="")
         self.widget = VBox(
