@@ -35,12 +35,19 @@ class KernelAgent:
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
-        self.gate = ApprovalGate(present=self._present_approval)
+        self.gate = ApprovalGate(present=self._present_approval, scope=self._conversation_scope)
         self.mcp: Any = None
         self._needs_resume = False
         loop = mainloop.capture()
         if loop is not None:
             interrupt.install(self._running_turn, self.interrupt, loop)
+
+    def _conversation_scope(self) -> str:
+        """"Always" answers belong to the current conversation (a temporary one by its object)."""
+        session = self.session
+        if session is None:
+            return ""
+        return session.conversation_id or f"temporary-{id(session)}"
 
     def _running_turn(self) -> Any:
         session = self.session
