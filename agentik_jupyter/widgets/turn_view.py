@@ -173,7 +173,9 @@ class TurnView:
             self.body.handle_error(f"{type(exc).__name__}: {exc}")
             self._conclude("error", None)
         else:
-            self._conclude(self.reason or "complete", None)
+            # a turn taken out of the queue never started: its outcome says how it ended
+            reason = getattr(task.result(), "reason", None)
+            self._conclude(self.reason or reason or "complete", None)
 
     # ---- the end ----
 
