@@ -128,8 +128,10 @@ class Orchestrator:
         *,
         max_iterations: int = MAX_ITERATIONS,
         approver: Approver | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ) -> None:
         self.transport = transport
+        self.stop_requested = stop_requested or (lambda: False)
         self.registry = registry
         self.chat_store = chat_store
         self.agent_store = agent_store
@@ -166,6 +168,7 @@ class Orchestrator:
         try:
             for iteration in range(self.max_iterations):
                 partial.clear()
+                self._check_stop()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
                 calls = _unique_ids(response.tool_calls, iteration)
                 assistant = ChatMessage(
@@ -184,6 +187,7 @@ class Orchestrator:
                 for call in assistant.tool_calls:
                     self.emit(ToolCallEvent(call=call))
                 for call in assistant.tool_calls:
+                    self._check_stop()
                     result = await self._run_tool(call, parse_errors.get(call.id))
                     pending.pop(call.id, None)
                     self._keep_result(outcome, result)
@@ -201,6 +205,11 @@ class Orchestrator:
         except Exception as exc:
             log.exception("turn failed")
             return self._fail(outcome, f"{type(exc).__name__}: {scrub(str(exc))}", "internal")
+
+    def _check_stop(self) -> None:
+        """An Interrupt that a tool swallowed still ends the turn before the next step."""
+        if self.stop_requested():
+            raise KeyboardInterrupt
 
     async def _ask(
         self,

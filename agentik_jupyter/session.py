@@ -104,7 +104,10 @@ class Session:
     ) -> None:
         self.chat_store = ChatStore()
         self.agent_store = AgentStore()
-        self.orchestrator = Orchestrator(transport, registry, self.chat_store, self.agent_store, approver=approver)
+        self.orchestrator = Orchestrator(
+            transport, registry, self.chat_store, self.agent_store, approver=approver,
+            stop_requested=lambda: self._stop_requested,
+        )
         self.db = None if temporary else db
         self.temporary = temporary
         self.conversation_id = conversation_id
@@ -191,6 +194,12 @@ class Session:
         self._stop_requested = True
         self._task.cancel()
         return True
+
+    def request_stop(self) -> None:
+        """Mark the running turn as stopped without cancelling it yet (safe in a signal
+        handler): it ends before its next model call or tool."""
+        if self.busy:
+            self._stop_requested = True
 
     def stop_all(self) -> int:
         """Empty the queue and stop the running turn; how many turns were stopped."""

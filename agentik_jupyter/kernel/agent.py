@@ -40,7 +40,7 @@ class KernelAgent:
         self._needs_resume = False
         loop = mainloop.capture()
         if loop is not None:
-            interrupt.install(self._running_turn, self.interrupt, loop)
+            interrupt.install(getattr(shell, "kernel", None), self._running_turn, self._mark_interrupted, self.interrupt, loop)
 
     def _conversation_scope(self) -> str:
         """"Always" answers belong to the current conversation (a temporary one by its object)."""
@@ -52,6 +52,10 @@ class KernelAgent:
     def _running_turn(self) -> Any:
         session = self.session
         return session._task if session is not None and session.busy else None
+
+    def _mark_interrupted(self) -> None:
+        if self.session is not None:
+            self.session.request_stop()
 
     def interrupt(self) -> int:
         """Jupyter's Interrupt: stop the running turn and empty the queue."""

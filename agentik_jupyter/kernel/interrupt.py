@@ -22,23 +22,32 @@ from typing import Any, Callable
 _ASYNCIO_DIR = os.path.dirname(asyncio.__file__)
 
 
-def install(running_turn: Callable[[], asyncio.Future[Any] | None], stop: Callable[[], None],
-            loop: asyncio.AbstractEventLoop) -> bool:
-    """Take SIGINT while the kernel would ignore it; True if the handler is in place."""
+def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None], mark: Callable[[], None],
+            stop: Callable[[], None], loop: asyncio.AbstractEventLoop) -> bool:
+    """Take SIGINT while the kernel would ignore it; True if the handler is in place.
+
+    During a cell ipykernel has its own handler in place and restores the idle one
+    (`saved_sigint_handler`, SIG_IGN) afterwards: ours takes that place.
+    """
     if threading.current_thread() is not threading.main_thread():
         return False
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    during_cell = getattr(kernel, "saved_sigint_handler", None) is signal.SIG_IGN
+    if not during_cell and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         return False
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
         turn = running_turn()
         if turn is None:
             return
+        mark()  # even if a tool swallows the KeyboardInterrupt, no further model call is made
         if asyncio.current_task(loop) is turn and not _in_asyncio(frame):
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt  # the turn's own code runs: it ends there, and records itself
         loop.call_soon_threadsafe(stop)
 
-    signal.signal(signal.SIGINT, on_sigint)
+    if during_cell:
+        kernel.saved_sigint_handler = on_sigint
+    else:
+        signal.signal(signal.SIGINT, on_sigint)
     return True
 
 
