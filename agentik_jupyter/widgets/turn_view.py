@@ -149,7 +149,9 @@ class TurnView:
                     self.stop_button.disabled = True
                     self.status.waiting()
                 continue
-            if self.armed and not self.ended:
+            # Only what this turn adds after it started: a resume inside the turn's `prepare`
+            # loads the earlier turns into the store, and they are not this turn's messages.
+            if self.armed and self.started and not self.ended:
                 self._turn_messages.append(m)
 
     def _on_event(self, event: Event) -> None:
