@@ -14,6 +14,7 @@ import os
 from typing import Any, Awaitable, Callable
 
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
+from .persistence.budget import first_turn_to_keep
 from .persistence import AsyncSessionDB, AuditEntry, ConversationInfo, SessionDBError, context_budget, estimate_tokens
 from .registry import ToolRegistry
 from .store import AgentStore, ChatStore
@@ -116,7 +117,7 @@ class Session:
         self.approval_presenter: Callable[[Any], None] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
         self.last_outcome: TurnOutcome | None = None
-        self._working: list[ChatMessage] = []
+        self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
         self._dequeued: set[asyncio.Future[Any]] = set()
@@ -372,20 +373,26 @@ class Session:
         return outcome
 
     async def _begin(self, user: UserMessage, model: str | None) -> list[ChatMessage]:
+        budget = self._history_budget(model)
         if self.db is None:
+            # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
-            return list(self._working)
+            costs = [sum(estimate_tokens(m.model_dump_json()) for m in turn) for turn in self._working]
+            return [m for turn in self._working[first_turn_to_keep(costs, budget):] for m in turn]
         if self.conversation_id is None:
             info = await self.db.create_conversation()
             self.conversation_id = info.id
-        schemas = self.orchestrator.registry.to_tool_schemas()
-        overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.model_dump() for t in schemas]))
-        budget = max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
         history = await self.db.working_memory(self.conversation_id, budget)
         self._turn_id = await self.db.begin_turn(self.conversation_id, user)
         if self.title is None:
             self.title = (await self.db.get_conversation(self.conversation_id)).title
         return history
+
+    def _history_budget(self, model: str | None) -> int:
+        """Tokens of history to send: the model's budget less the system prompt and tool schemas."""
+        schemas = self.orchestrator.registry.to_tool_schemas()
+        overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.model_dump() for t in schemas]))
+        return max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
 
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
         self.last_outcome = outcome
@@ -396,7 +403,7 @@ class Session:
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
             elif self.db is None or self.conversation_id is None or self._turn_id is None:
-                self._working.extend(turn)
+                self._working.append(turn)
             elif outcome.reason == "interrupted":
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:

@@ -204,3 +204,25 @@ async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) 
     assert shown == [("user", "finished question"), ("assistant", "finished answer"),
                      ("user", "question whose kernel died"), ("assistant", UNFINISHED)]
     await db2.aclose()
+
+
+async def test_a_temporary_session_is_trimmed_to_the_same_budget_as_a_saved_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#10 item 6: temporary sessions sent their whole history with no budget."""
+    monkeypatch.setenv("AGENTIK_CONTEXT_TOKENS", "3000")
+    answer = "y" * 2000  # ~500 tokens per turn: a 2,000-token history budget holds a few turns
+
+    async def requests(temporary: bool) -> list[list[str]]:
+        db = await AsyncSessionDB.open(tmp_path / f"{temporary}.agentik.db")
+        transport = ScriptedTransport([Step.say(answer) for _ in range(8)])
+        session = Session(transport, registry(), db=db, temporary=temporary)
+        for i in range(8):
+            await session.send(f"question {i}")
+        await db.aclose()
+        return [[m.content for m in r.messages] for r in transport.requests]
+
+    temporary, saved = await requests(True), await requests(False)
+    assert temporary == saved
+    last = temporary[-1]
+    assert last[-1] == "question 7" and "question 0" not in last and len(last) < 2 * 8 - 1
