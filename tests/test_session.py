@@ -226,3 +226,12 @@ async def test_a_temporary_session_is_trimmed_to_the_same_budget_as_a_saved_one(
     assert temporary == saved
     last = temporary[-1]
     assert last[-1] == "question 7" and "question 0" not in last and len(last) < 2 * 8 - 1
+
+
+async def test_the_asking_cell_is_named_in_the_turns_context(tmp_path: Path) -> None:
+    """#13 item 5: AgentContext.cell_id is filled from the asking cell."""
+    session, transport, db = await open_session(tmp_path / "cell.agentik.db", [Step.say("ok")])
+    session.context_provider = lambda: AgentContext(notebook_path="nb.ipynb")
+    await session.start_turn("which cell?", cell_id="cell-42")
+    assert transport.requests[0].context is not None and transport.requests[0].context.cell_id == "cell-42"
+    await db.aclose()
