@@ -76,7 +76,9 @@ CHUNK_DELAY = 0.05  # seconds between streamed chunks (one word each): slow enou
 NOTEBOOK = "browser_demo.ipynb"
 WIDGET_ERROR = "Error displaying widget"
 
-CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_SLOW, CELL_PROPOSE = range(7)
+(CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_LONG, CELL_RUN_ALL,
+ CELL_SLOW, CELL_PROPOSE) = (0, 1, 2, 3, 4, 5, 6, 9, 10)
+RUN_ALL_QUESTIONS = [f"Background question {n}." for n in (1, 2, 3)]
 CELL_SOURCES = [
     "%load_ext agentik_jupyter",
     "import pandas as pd\n"
@@ -84,6 +86,8 @@ CELL_SOURCES = [
     "%%agent\nSummarise the sales data in one paragraph.",
     "%agent panel",
     "%%agent\nAdd up the units by running code.",
+    "%%agent\nWrite a long answer about the sales.",
+    *(f"%%agent\n{q}" for q in RUN_ALL_QUESTIONS),
     # a slow link to the kernel (a remote hub, a loaded machine): each text-box update takes 0.3 s
     "import time\nfrom ipywidgets import Text\n_set_state = Text.set_state\n"
     "Text.set_state = lambda self, state: (time.sleep(0.3), _set_state(self, state))[1]",
@@ -404,6 +408,45 @@ def test_3_panel_enter_sends(lab: Lab) -> None:
     lab.wait(lambda: "✓ Done" in lab.text(lab.panel.locator(".agentik-status")), 5, "Done in the panel")
     lab.no_widget_errors()
     lab.shot("panel.png", at=lab.panel.get_by_role("button", name="Send"))
+
+
+def test_3b_cell_right_after_a_panel_answer_starts_at_once_and_stops(lab: Lab) -> None:
+    """#10 finding 2: after a panel turn sent with Enter (widget messages on a kernel subshell),
+    a new `%%agent` cell's long answer starts at once and its Stop stops it at once."""
+    lab.srv.push(Reply.text(ENTER_ANSWER), Reply.text(LONG_ANSWER))
+    panel_send(lab, "Quick follow-up with Enter", enter=True)
+    lab.wait(lambda: lab.text(lab.panel).count("END-ENTER") >= 2, 20, "the panel's answer")
+    out = lab.output(CELL_LONG)
+    lab.cell(CELL_LONG).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    ran = time.monotonic()
+    lab.wait(lambda: "Long essay: w0" in lab.text(out), 5, "the long answer to start")
+    assert time.monotonic() - ran < 1.0 + 0.5, "the long answer should start within a second"
+    stop = out.get_by_role("button", name="Stop")
+    stop.click()
+    clicked = time.monotonic()
+    lab.wait(lambda: "Stopped" in lab.text(out), 5, "the cell to say Stopped")
+    assert time.monotonic() - clicked < 0.5 + 0.5
+    before = lab.text(out)
+    time.sleep(1.0)
+    assert lab.text(out) == before and "END-LONG" not in before
+    lab.no_widget_errors()
+
+
+def test_3c_run_all_over_three_background_cells(lab: Lab) -> None:
+    """#10 finding 1: three background `%%agent` cells run back to back all answer, in order."""
+    first = len(lab.srv.requests)
+    lab.cell(CELL_RUN_ALL).locator(".jp-InputArea-prompt").click()
+    for _ in RUN_ALL_QUESTIONS:
+        lab.page.keyboard.press("Shift+Enter")
+    for n, question in enumerate(RUN_ALL_QUESTIONS):
+        out = lab.output(CELL_RUN_ALL + n)
+        lab.wait(lambda: (t := lab.text(out)) and f"Echo: {question}" in t and "✓ Done" in t, 20,
+                 f"the answer to {question!r} in its own cell")
+        assert "already running" not in lab.text(out)
+    asked = [r.last_user_text().strip() for r in lab.srv.requests[first:]]
+    assert asked == RUN_ALL_QUESTIONS
+    lab.shot("run_all.png", at=lab.output(CELL_RUN_ALL + 2))
 
 
 def test_4_stop_a_long_answer(lab: Lab) -> None:
