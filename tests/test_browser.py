@@ -77,7 +77,7 @@ NOTEBOOK = "browser_demo.ipynb"
 WIDGET_ERROR = "Error displaying widget"
 
 (CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_LONG, CELL_RUN_ALL,
- CELL_SLOW, CELL_PROPOSE) = (0, 1, 2, 3, 4, 5, 6, 9, 10)
+ CELL_MOVE_TOOL, CELL_SLOW, CELL_PROPOSE) = (0, 1, 2, 3, 4, 5, 6, 9, 10, 11)
 RUN_ALL_QUESTIONS = [f"Background question {n}." for n in (1, 2, 3)]
 CELL_SOURCES = [
     "%load_ext agentik_jupyter",
@@ -88,6 +88,9 @@ CELL_SOURCES = [
     "%%agent\nAdd up the units by running code.",
     "%%agent\nWrite a long answer about the sales.",
     *(f"%%agent\n{q}" for q in RUN_ALL_QUESTIONS),
+    "from agentik_jupyter import tool\n\n@tool(policy='ask')\n"
+    "def move_file(source: str, destination: str) -> str:\n"
+    "    \"\"\"Move a file.\"\"\"\n    return f'moved {source} to {destination}'",
     # a slow link to the kernel (a remote hub, a loaded machine): each text-box update takes 0.3 s
     "import time\nfrom ipywidgets import Text\n_set_state = Text.set_state\n"
     "Text.set_state = lambda self, state: (time.sleep(0.3), _set_state(self, state))[1]",
@@ -447,6 +450,29 @@ def test_3c_run_all_over_three_background_cells(lab: Lab) -> None:
     asked = [r.last_user_text().strip() for r in lab.srv.requests[first:]]
     assert asked == RUN_ALL_QUESTIONS
     lab.shot("run_all.png", at=lab.output(CELL_RUN_ALL + 2))
+
+
+MOVE_SOURCE = "reports/q3.csv"
+MOVE_DESTINATION = "/somewhere/else/entirely/" + "deep/" * 30 + "q3-copy.csv"
+
+
+def test_3d_approval_card_shows_every_argument(lab: Lab) -> None:
+    """#9 finding 4: a two-argument tool's card shows both arguments (the long one wrapped)."""
+    lab.cell(CELL_MOVE_TOOL).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    lab.wait(lambda: re.search(r"\[\d+\]", prompt(lab, CELL_MOVE_TOOL)), 10, "the tool cell to run")
+    args = {"source": MOVE_SOURCE, "destination": MOVE_DESTINATION}
+    lab.srv.push(Reply.tool_calls([{"name": "move_file", "args": args}]), Reply.text("Not moved. END-MOVE"))
+    panel_send(lab, "Move the Q3 report.")
+    deny = lab.panel.get_by_role("button", name="Deny")
+    deny.wait_for(state="visible", timeout=20_000)
+    card = lab.text(lab.panel)
+    assert "source" in card and MOVE_SOURCE in card
+    assert "destination" in card and MOVE_DESTINATION in card.replace("\n", "")
+    lab.shot("approval_two_args.png", at=deny)
+    deny.click()
+    lab.wait(lambda: "END-MOVE" in lab.text(lab.panel), 20, "the answer after Deny")
+    panel_idle(lab)
 
 
 def test_4_stop_a_long_answer(lab: Lab) -> None:
