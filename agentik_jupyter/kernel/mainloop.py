@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _main: asyncio.AbstractEventLoop | None = None
-_main_thread: int | None = None
 
 
 def capture(loop: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEventLoop | None:
@@ -30,7 +29,7 @@ def capture(loop: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEv
 
     Only the main thread's loop is taken: a call from a subshell thread never replaces it.
     """
-    global _main, _main_thread
+    global _main
     if loop is None:
         if threading.current_thread() is not threading.main_thread():
             return _main
@@ -38,8 +37,7 @@ def capture(loop: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEv
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return _main
-    if _main is None or _main.is_closed() or _main is not loop:
-        _main, _main_thread = loop, threading.main_thread().ident
+    _main = loop
     return _main
 
 
