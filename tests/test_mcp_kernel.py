@@ -40,14 +40,15 @@ async def test_stdio_server_in_a_kernel(tmp_path: Path) -> None:
         code = textwrap.dedent(
             f"""
             import sys
-            from agentik_jupyter.mcp import MCPManager
+            from agentik_jupyter.mcp import MCPManager, load_config
             from agentik_jupyter.registry import ToolRegistry
             try:
                 sys.stderr.fileno()
                 print("stderr has a fileno")
             except Exception:
                 print("stderr has no fileno")
-            manager = MCPManager(ToolRegistry(), notebook_dir={str(tmp_path)!r})
+            # a config given by code in the kernel is the user's own (a project file would wait for trust)
+            manager = MCPManager(ToolRegistry(), config=load_config({str(tmp_path / "mcp.json")!r}))
             statuses = await manager.start()
             print([s.describe() for s in statuses])
             print("result:", (await manager.registry.get("demo__add").execute(a=2, b=3)).text)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,16 +120,10 @@ class KernelAgent:
         )
 
     async def ensure_mcp(self) -> None:
-        """Start the MCP servers of mcp.json on the first turn; failures are reported, not raised."""
-        if self.mcp is None:
-            from ..mcp import MCPManager
+        """Start the trusted MCP servers on the first turn, or show the trust card (kernel/mcp_commands.py)."""
+        from .mcp_commands import ensure_mcp
 
-            notebook = self.location.notebook_path
-            self.mcp = MCPManager(self.registry, notebook_dir=notebook.parent if notebook else Path.cwd())
-        if self.mcp.configured:
-            await self.mcp.start()
-            for notice in self.mcp.pop_notices():
-                print(f"agentik: {notice}", file=sys.stderr)
+        await ensure_mcp(self)
 
     def close(self) -> None:
         if self.mcp is not None:

@@ -7,6 +7,8 @@ import os
 import shlex
 from typing import Any
 
+from .mcp_commands import mcp_command
+
 USAGE = """\
 Usage: %agent <command>
   status            provider, model, session and sessions file
@@ -20,6 +22,8 @@ Usage: %agent <command>
   policy TOOL auto|ask|deny
                     change a tool's approval policy for this kernel (ask also revokes "always")
   policy --reset    revoke every "always" of this conversation
+  mcp [trust|untrust [PATH]]
+                    the MCP config, whether it is trusted; trust or untrust it
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop [--all]      stop the running turn (--all: and the queued ones)"""
@@ -218,4 +222,5 @@ _COMMANDS = {
     "config": _config,
     "panel": _panel,
     "stop": _stop,
+    "mcp": mcp_command,
 }

@@ -3,9 +3,14 @@
 Servers start lazily (on the first turn or the first `%agent tools`), all at
 once and each in its own task, so a slow or broken server costs at most its
 startup timeout and never blocks the others. Every tool a server lists is
-registered as `<server>__<tool>` with the server's policy (default `ask`).
+registered as `<server>__<tool>` with the server's policy (default `ask`)
+by a `ToolPublisher` (tools.py).
 What went wrong is kept as a status per server, for `%agent tools`, and as
 notices the next cell shows once.
+
+A project `mcp.json` (beside the notebook) is read but neither parsed nor
+expanded until the user trusts its exact bytes (`security.trust`); until then
+its servers are listed as `untrusted` and nothing starts.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..registry import ToolRegistry
-from ..types import ApprovalPolicy, ToolDefinition
+from ..security.trust import TrustStore
+from ..types import ApprovalPolicy
 from .config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
@@ -28,7 +34,8 @@ from .config import (
     MCPConfigError,
     ServerConfig,
     StdioServerConfig,
-    discover_config,
+    find_config_path,
+    parse_config,
 )
 from .connection import (
     INSTALL_HINT,
@@ -37,7 +44,9 @@ from .connection import (
     ServerConnection,
     ServerState,
 )
-from .schema import error_text, output_from_content, parameters_from_schema, tool_name
+from .processes import kill_groups
+from .project import ProjectFile, read_project_file
+from .tools import ToolPublisher
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +67,16 @@ class ServerStatus:
     error: str | None = None
     tools: tuple[str, ...] = ()
     log_path: str | None = None
+    collisions: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """One line (plus the error's lines) for a listing."""
+        """One line (plus the error's and collisions' lines) for a listing."""
         head = f"{self.name} ({self.transport}, policy {self.policy}): {self.state}"
         if self.state == "ready":
-            return f"{head}, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
-        if self.error:
-            return f"{head}: {self.error}"
-        return head
+            head = f"{head}, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
+        elif self.error:
+            head = f"{head}: {self.error}"
+        return "\n".join([head, *(f"  name collision: {c}" for c in self.collisions)])
 
 
 def _pick_loop() -> asyncio.AbstractEventLoop | None:
@@ -87,16 +97,21 @@ class MCPManager:
         notebook_dir: str | Path | None = None,
         log_dir: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
+        trust_store: TrustStore | None = None,
     ) -> None:
         self.registry = registry
         self.notebook_dir = notebook_dir
         self.environ = environ
         self.config_error: str | None = None
+        self.project: ProjectFile | None = None
+        self._trust_store = trust_store
+        self._given = config
         self._config = config
+        self._file_servers: set[str] = set()
+        self.publisher = ToolPublisher(registry)
         self._log_dir = Path(log_dir) if log_dir is not None else None
         self._connections: dict[str, ServerConnection] = {}
         self._failed_config: dict[str, tuple[str, str]] = {}
-        self._registered: dict[str, list[str]] = {}
         self._restarts: dict[str, int] = {}
         self._notices: list[str] = []
         self._listeners: list[StatusListener] = []
@@ -107,17 +122,36 @@ class MCPManager:
 
     # ---- configuration ----
 
+    @property
+    def trust_store(self) -> TrustStore:
+        if self._trust_store is None:
+            self._trust_store = TrustStore()
+        return self._trust_store
+
     def _load(self) -> None:
-        """Read the config once, on first use, so env and files set before it count."""
+        """Read the config once, on first use, so env and files set before it count.
+
+        A config object given by code in the kernel is the user's own. A file is
+        read once: the same bytes are hashed, checked against the trust store and,
+        only when trusted, parsed and expanded.
+        """
         if self._loaded:
             return
         self._loaded = True
-        try:
-            config = self._config or discover_config(self.notebook_dir, environ=self.environ)
-        except MCPConfigError as exc:
-            self.config_error = str(exc)
-            self._notices.append(f"MCP config error: {exc}")
-            return
+        config = self._given
+        if config is None:
+            try:
+                path = find_config_path(self.notebook_dir, environ=self.environ)
+                if path is None:
+                    return
+                self.project = read_project_file(path, environ=self.environ)
+                if not self.project.trusted(self.trust_store):
+                    return
+                config = parse_config(self.project.data(), path=self.project.path, environ=self.environ)
+            except MCPConfigError as exc:
+                self.config_error = str(exc)
+                self._notices.append(f"MCP config error: {exc}")
+                return
         self._config = config
         for warning in config.warnings:
             log.warning("%s", warning)
@@ -126,6 +160,80 @@ class MCPManager:
             self._notices.append(f"MCP server '{name}' failed: {message}")
         for name, server in config.servers.items():
             self._add(name, server, None)
+            self._file_servers.add(name)
+
+    @property
+    def pending_trust(self) -> ProjectFile | None:
+        """The project file in effect while the user has not trusted it (its servers wait)."""
+        self._load()
+        if self.project is None or self.project.trusted(self.trust_store):
+            return None
+        return self.project
+
+    def _file_changed(self) -> bool:
+        if self._given is not None:
+            return False
+        try:
+            path = find_config_path(self.notebook_dir, environ=self.environ)
+        except MCPConfigError:
+            return False
+        if path is None or self.project is None:
+            return (path is None) != (self.project is None)
+        if path.expanduser().resolve() != self.project.path:
+            return True
+        try:
+            return read_project_file(path, environ=self.environ).sha256 != self.project.sha256
+        except MCPConfigError:
+            return True
+
+    async def reload(self) -> None:
+        """Stop the file's servers and read the file again (after a change or a trust decision)."""
+        names = list(self._file_servers)
+        await asyncio.gather(*(self._connections[n].stop() for n in names if n in self._connections))
+        for name in names:
+            self._unregister(name)
+            self._connections.pop(name, None)
+            self._failed_config.pop(name, None)
+            self._restarts.pop(name, None)
+        for name in [n for n, (kind, _) in self._failed_config.items() if kind == "config"]:
+            self._failed_config.pop(name)
+        self._file_servers.clear()
+        self.project = None
+        self.config_error = None
+        self._config = self._given
+        self._loaded = False
+        self._load()
+
+    async def refresh(self) -> None:
+        """Reload when the config file changed since it was read: a changed file asks again."""
+        self._load()
+        if self._file_changed():
+            await self.reload()
+
+    def _project_at(self, path: str | Path | None) -> ProjectFile:
+        if path is None:
+            self._load()
+            if self.project is None:
+                found = find_config_path(self.notebook_dir, environ=self.environ)
+                if found is None:
+                    raise MCPConfigError("No mcp.json is in effect for this notebook.")
+                return read_project_file(found, environ=self.environ)
+            return read_project_file(self.project.path, environ=self.environ)
+        return read_project_file(Path(path), environ=self.environ)
+
+    async def trust(self, path: str | Path | None = None, sha256: str | None = None) -> ProjectFile:
+        """Trust the file as it is now (or the version with `sha256`, the one a card showed)."""
+        project = self._project_at(path)
+        self.trust_store.trust(project.path, sha256 or project.sha256)
+        await self.reload()
+        return project
+
+    async def untrust(self, path: str | Path | None = None, sha256: str | None = None) -> ProjectFile:
+        """Record "don't trust" for the file, stop its servers and remove their tools."""
+        project = self._project_at(path)
+        self.trust_store.decline(project.path, sha256 or project.sha256)
+        await self.reload()
+        return project
 
     def add_server(
         self,
@@ -169,9 +277,9 @@ class MCPManager:
 
     @property
     def configured(self) -> bool:
-        """Whether any server is configured (or the config itself is broken)."""
+        """Whether any server is configured (or the config itself is broken, or awaits trust)."""
         self._load()
-        return bool(self._connections or self._failed_config or self.config_error)
+        return bool(self._connections or self._failed_config or self.config_error or self.project)
 
     # ---- lifecycle ----
 
@@ -234,21 +342,24 @@ class MCPManager:
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
-        for name in list(self._registered):
+        for name in self.publisher.servers():
             self._unregister(name)
 
     def close(self) -> None:
         """Sync shutdown for atexit or IPython's shutdown hook.
 
-        On the loop's own thread (a hook called from a coroutine) it can only
-        schedule `aclose()`. With the loop stopped it runs `aclose()` to the end,
-        bounded. Stdio servers also exit by themselves when their stdin closes
-        with the kernel process.
+        On the loop's own thread (a hook called from a coroutine) it schedules
+        the orderly `aclose()`. Otherwise (kernel shutdown or restart: the loop is
+        stopped or about to be) it signals each stdio server's process group
+        itself, which reaches the servers' own children too and needs no loop.
         """
         running = _pick_loop()
-        if running is not None:
+        if running is not None and running is self._loop:
             self._closing = running.create_task(self.aclose(), name="agentik-mcp-close")
             return
+        groups = [c.pgid for c in self._connections.values() if c.pgid is not None]
+        if groups:
+            kill_groups(groups)
         loop = self._loop
         if loop is None or loop.is_closed() or not any(c.running for c in self._connections.values()):
             return
@@ -275,26 +386,11 @@ class MCPManager:
                 log.exception("MCP status listener failed")
 
     def _register(self, connection: ServerConnection) -> None:
-        self._unregister(connection.name)
-        names: list[str] = []
-        policy = connection.policy
-        for tool in connection.tools:
-            definition = ToolDefinition(
-                name=tool_name(connection.name, tool.name),
-                description=tool.description or getattr(tool, "title", None) or "",
-                parameters=parameters_from_schema(tool.input_schema),
-                execute=_executor(connection, tool.name, parameters_from_schema(tool.input_schema)),
-                policy=policy,
-                source="mcp",
-                origin=f"mcp:{connection.name}:{tool.name}",
-            )
-            self.registry.add(definition, replace=True)
-            names.append(definition.name)
-        self._registered[connection.name] = names
+        self._notices.extend(self.publisher.publish(connection))
 
     def _unregister(self, server: str) -> None:
-        for name in self._registered.pop(server, []):
-            self.registry.unregister(name)
+        connection = self._connections.get(server)
+        self.publisher.withdraw(server, connection.policy if connection else None)
 
     # ---- reporting ----
 
@@ -311,15 +407,23 @@ class MCPManager:
             transport=connection.transport,
             policy=connection.policy,
             error=connection.error,
-            tools=tuple(self._registered.get(name, [])),
+            tools=self.publisher.names(name),
             log_path=str(connection.log_path) if connection.transport == "stdio" else None,
+            collisions=self.publisher.collisions(name),
         )
 
     def statuses(self) -> list[ServerStatus]:
-        """Every server's status, in config order (not started yet: `stopped`)."""
+        """Every server's status, in config order (not started yet: `stopped`; awaiting trust: `untrusted`)."""
         self._load()
         names = [*self._connections, *(n for n in self._failed_config if n not in self._connections)]
-        return [self.status(name) for name in names]
+        statuses = [self.status(name) for name in names]
+        pending = self.pending_trust
+        if pending is not None:
+            why = f"{pending.path} is not trusted; nothing was started (%agent mcp trust)"
+            statuses += [
+                ServerStatus(s.name, "untrusted", s.transport, "ask", why) for s in pending.servers
+            ]
+        return statuses
 
     def pop_notices(self) -> list[str]:
         """Problems not yet shown to the user (a cell shows them once, then they are gone)."""
@@ -330,21 +434,6 @@ class MCPManager:
         """Call `listener(statuses)` on every server state change; returns an unsubscribe."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-
-def _executor(connection: ServerConnection, tool: str, parameters: list[Any]) -> Callable[..., Any]:
-    """The tool's `execute`: call the server, turn `isError` into an exception."""
-    optional = {p.key for p in parameters if not p.required}
-
-    async def execute(**kwargs: Any) -> Any:
-        args = {k: v for k, v in kwargs.items() if not (v is None and k in optional)}
-        result = await connection.call(tool, args)
-        if result.is_error:
-            raise MCPToolError(error_text(result.content))
-        return output_from_content(result.content, result.structured_content)
-
-    execute.__name__ = tool_name(connection.name, tool)
-    return execute
 
 
 __all__ = ["MCPManager", "ServerStatus", "MCPServerError", "MCPToolError"]

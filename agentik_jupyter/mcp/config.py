@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from urllib.parse import quote
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ..types import ApprovalPolicy
 
@@ -34,6 +36,7 @@ CONFIG_ENV = "AGENTIK_MCP_CONFIG"
 CONFIG_NAME = "mcp.json"
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
+MIN_MASKED_LENGTH = 3  # shorter expanded values (a port, "1") would mask unrelated text
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = {"http", "streamable-http", "streamable_http", "streamablehttp"}
@@ -50,6 +53,20 @@ class _ServerBase(BaseModel):
     timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
     startup_timeout: float = Field(default=DEFAULT_STARTUP_TIMEOUT, gt=0, alias="startupTimeout")
     disabled: bool = False
+    _expanded: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def mask(self, text: str) -> str:
+        """`text` with every value that came from the environment written back as `${NAME}`.
+
+        Errors from a transport can quote the URL, headers or command it was given;
+        what the user sees must never carry an expanded value (a key in a header).
+        """
+        for name, value in sorted(self._expanded.items(), key=lambda item: -len(item[1])):
+            if len(value) < MIN_MASKED_LENGTH:
+                continue
+            for form in {value, quote(value, safe=""), quote(value), repr(value)[1:-1]}:
+                text = text.replace(form, f"${{{name}}}")
+        return text
 
 
 class StdioServerConfig(_ServerBase):
@@ -100,12 +117,17 @@ class _Missing(Exception):
         self.var = var
 
 
-def expand(text: str, environ: Mapping[str, str]) -> str:
-    """Expand `${VAR}` and `${VAR:-default}` (default when unset or empty)."""
+def expand(text: str, environ: Mapping[str, str], used: dict[str, str] | None = None) -> str:
+    """Expand `${VAR}` and `${VAR:-default}` (default when unset or empty).
+
+    Each value taken from `environ` is recorded in `used`, so errors can mask it.
+    """
 
     def one(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         value = environ.get(name)
+        if value and used is not None:
+            used[name] = value
         if default is not None:
             return value if value else default
         if value is None:
@@ -115,10 +137,12 @@ def expand(text: str, environ: Mapping[str, str]) -> str:
     return _VAR.sub(one, text)
 
 
-def _expand_tree(value: Any, environ: Mapping[str, str], where: str, problems: list[str]) -> Any:
+def _expand_tree(
+    value: Any, environ: Mapping[str, str], where: str, problems: list[str], used: dict[str, str]
+) -> Any:
     if isinstance(value, str):
         try:
-            return expand(value, environ)
+            return expand(value, environ, used)
         except _Missing as missing:
             problems.append(
                 f"field '{where}': environment variable '{missing.var}' is not set "
@@ -126,9 +150,11 @@ def _expand_tree(value: Any, environ: Mapping[str, str], where: str, problems: l
             )
             return value
     if isinstance(value, dict):
-        return {k: _expand_tree(v, environ, f"{where}.{k}" if where else str(k), problems) for k, v in value.items()}
+        return {
+            k: _expand_tree(v, environ, f"{where}.{k}" if where else str(k), problems, used) for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_expand_tree(v, environ, f"{where}[{i}]", problems) for i, v in enumerate(value)]
+        return [_expand_tree(v, environ, f"{where}[{i}]", problems, used) for i, v in enumerate(value)]
     return value
 
 
@@ -154,6 +180,12 @@ def _pick_model(raw: dict[str, Any]) -> type[StdioServerConfig] | type[HttpServe
     if "command" in raw or kind == "stdio":
         return StdioServerConfig
     raise ValueError("needs either 'command' (a stdio server) or 'url' (a streamable-HTTP server)")
+
+
+def _mask_values(text: str, used: dict[str, str]) -> str:
+    probe = StdioServerConfig(command="-")
+    probe._expanded = used
+    return probe.mask(text)
 
 
 def _format_validation(exc: ValidationError) -> str:
@@ -189,7 +221,8 @@ def parse_server(
     if not isinstance(raw, dict):
         raise ValueError(f"must be an object, got {type(raw).__name__}")
     problems: list[str] = []
-    expanded = _expand_tree(raw, environ, "", problems)
+    used: dict[str, str] = {}
+    expanded = _expand_tree(raw, environ, "", problems, used)
     if problems:
         raise ValueError("; ".join(problems))
     model = _pick_model(expanded)
@@ -197,11 +230,12 @@ def parse_server(
     try:
         server: ServerConfig = model.model_validate(body)
     except ValidationError as exc:
-        raise ValueError(_format_validation(exc)) from None
+        raise ValueError(_mask_values(_format_validation(exc), used)) from None
     unknown = sorted(set(body) - _known_keys(model))
     warnings = [f"server '{name}': ignoring unknown field '{key}'" for key in unknown]
     if isinstance(server, StdioServerConfig):
         server = _resolve_paths(server, base_dir)
+    server._expanded = used
     return server, warnings
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.types import CallToolResult, Tool
 
-ServerState = Literal["stopped", "starting", "ready", "failed"]
+ServerState = Literal["stopped", "starting", "ready", "failed", "untrusted"]
 INSTALL_HINT = "MCP support is not installed: pip install 'agentik_jupyter[mcp]'"
 STOP_GRACE = 8.0
 MAX_TOOL_PAGES = 50
@@ -115,6 +115,7 @@ class ServerConnection:
     _stopping: bool = field(default=False, repr=False)
     _inflight: set[_Call] = field(default_factory=set, repr=False)
     _log_offset: int = field(default=0, repr=False)
+    pgid: int | None = field(default=None, repr=False)
 
     @property
     def transport(self) -> str:
@@ -179,9 +180,13 @@ class ServerConnection:
             task.cancel()
             raise
 
+    def _mask(self, text: str) -> str:
+        """Write values expanded from the environment back as `${NAME}` before anyone sees them."""
+        return self.config.mask(text) if self.config is not None else text
+
     def _set(self, state: ServerState, error: str | None) -> None:
         self.state = state
-        self.error = error
+        self.error = self._mask(error) if error else error
         if state == "ready":
             self.was_ready = True
         if state != "starting" and self._settled is not None:
@@ -197,6 +202,7 @@ class ServerConnection:
                 scope.deadline = anyio.current_time() + self.startup_timeout
                 async with AsyncExitStack() as stack:
                     client = await self._connect(stack)
+                    self._note_group()
                     tools = await self._list_tools(client)
                     scope.deadline = math.inf
                     self.tools = tools
@@ -213,6 +219,7 @@ class ServerConnection:
             outcome = self._describe(_leaf(exc))
         finally:
             self._scope = None
+            self.pgid = None  # the transport has closed: the group is gone, its number may be reused
             outcome = outcome or self._lost
             if outcome is not None:
                 self._set("failed", self._with_stderr(outcome))
@@ -245,6 +252,14 @@ class ServerConnection:
             transport = streamable_http_client(config.url, http_client=http)
         client = Client(transport, client_info=Implementation(name="agentik_jupyter", version=__version__))
         return await stack.enter_async_context(client)
+
+    def _note_group(self) -> None:
+        """Remember the stdio server's process group, for the kill at kernel exit."""
+        self.pgid = None
+        if isinstance(self.config, StdioServerConfig) and self.log_path is not None:
+            from .processes import server_group
+
+            self.pgid = server_group(self.log_path)
 
     def _open_errlog(self) -> Any:
         """The server's stderr goes to a real file: under ipykernel sys.stderr has no fileno."""
@@ -305,7 +320,7 @@ class ServerConnection:
 
     def _reply_error(self, call: _Call, message: str) -> None:
         if not call.future.done():
-            call.future.set_exception(MCPServerError(message))
+            call.future.set_exception(MCPServerError(self._mask(message)))
 
     def _drain(self) -> None:
         """Answer every call still pending when the session ended, with the reason."""

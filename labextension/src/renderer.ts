@@ -3,15 +3,18 @@
  * `application/vnd.agentik.transcript+json` payload.
  *
  * Every string in the payload is untrusted. Text goes in as text; the answer's
- * Markdown goes through JupyterLab's renderMarkdown as untrusted source, so the
- * application's sanitizer cleans it, and images in it become links so that an
- * answer cannot make the browser fetch a URL by itself. Tool previews
- * (`display["text/html"]`) pass the same sanitizer again.
+ * Markdown has its raw HTML escaped (shown as text, as the widgets do) and goes
+ * through JupyterLab's renderMarkdown as untrusted source, so the application's
+ * sanitizer cleans it; then images become links and an allow-list (safehtml.ts)
+ * keeps no attribute that loads a URL, so that a transcript cannot make the
+ * browser fetch anything by itself. Tool previews (`display["text/html"]`) pass
+ * the same sanitizer and allow-list.
  */
 import { IRenderMime, renderMarkdown } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
 import { ITranscript, IToolEntry, IUsage, TRANSCRIPT_MIME, TranscriptEntry } from './api';
+import { allowListed, escapeRawHtml } from './safehtml';
 
 /** What rendering Markdown needs: the renderer options or the rendermime registry both fit. */
 export type RenderContext = Pick<
@@ -61,7 +64,7 @@ function imagesAsLinks(html: string): string {
 
 function noImagesSanitizer(base: IRenderMime.ISanitizer): IRenderMime.ISanitizer {
   return {
-    sanitize: (dirty, options) => imagesAsLinks(base.sanitize(dirty, options)),
+    sanitize: (dirty, options) => allowListed(imagesAsLinks(base.sanitize(dirty, options))),
     getAutolink: () => base.getAutolink?.() ?? false,
     allowNamedProperties: base.allowNamedProperties
   };
@@ -75,7 +78,7 @@ async function markdown(source: string, ctx: RenderContext): Promise<HTMLElement
   }
   await renderMarkdown({
     host,
-    source,
+    source: escapeRawHtml(source),
     trusted: false,
     sanitizer: noImagesSanitizer(ctx.sanitizer),
     resolver: ctx.resolver ?? null,

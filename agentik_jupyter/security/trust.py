@@ -1,0 +1,151 @@
+"""Which project files the user has trusted, remembered outside the project.
+
+A project file (an `mcp.json` beside a notebook) arrives with the folder, from a
+clone or a download; it may start commands and read the user's environment, so
+it acts only once the user approved *these bytes*: the decision is stored in
+the user's Jupyter data dir (`<jupyter --data-dir>/agentik/trusted.json`),
+keyed by the file's absolute path and the sha256 of its content. A changed file
+has another hash and asks again. Files the user keeps themselves (the one named
+by `AGENTIK_MCP_CONFIG`, or one in their Jupyter config dir) are trusted as is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+TRUST_DIR = "agentik"
+TRUST_FILE = "trusted.json"
+TRUST_VERSION = 1
+MCP_CONFIG_ENV = "AGENTIK_MCP_CONFIG"
+
+Decision = Literal["trusted", "declined"]
+
+
+def digest(content: bytes) -> str:
+    """The sha256 of a file's bytes: the part of the key that changes with the file."""
+    return hashlib.sha256(content).hexdigest()
+
+
+def default_store_path() -> Path:
+    """`<jupyter data dir>/agentik/trusted.json` (`JUPYTER_DATA_DIR` moves it)."""
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / TRUST_DIR / TRUST_FILE
+
+
+def _user_config_dir() -> Path | None:
+    try:
+        from jupyter_core.paths import jupyter_config_dir
+    except ImportError:
+        return None
+    return Path(jupyter_config_dir()).resolve()
+
+
+def is_user_file(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the file is the user's own: named by `AGENTIK_MCP_CONFIG` or in their config dir."""
+    env = os.environ if environ is None else environ
+    file = Path(path).expanduser().resolve()
+    explicit = env.get(MCP_CONFIG_ENV, "").strip()
+    if explicit and Path(explicit).expanduser().resolve() == file:
+        return True
+    config_dir = _user_config_dir()
+    return config_dir is not None and file.is_relative_to(config_dir)
+
+
+@dataclass(frozen=True)
+class TrustRecord:
+    """One remembered decision about one version of one file."""
+
+    path: str
+    sha256: str
+    decision: Decision
+    at: float
+
+
+class TrustStore:
+    """The decisions file. Every call re-reads it, so two kernels see each other's choices."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+
+    def _read(self) -> dict[str, dict[str, object]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError, OSError):
+            return {}
+        files = data.get("files") if isinstance(data, dict) else None
+        return files if isinstance(files, dict) else {}
+
+    def _write(self, files: dict[str, dict[str, object]]) -> None:
+        """Write to a temporary file and rename it, so a crash never leaves half a file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".trusted-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"version": TRUST_VERSION, "files": files}, handle, indent=1, sort_keys=True)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @staticmethod
+    def _key(path: str | os.PathLike[str]) -> str:
+        return str(Path(path).expanduser().resolve())
+
+    def record(self, path: str | os.PathLike[str]) -> TrustRecord | None:
+        """The decision stored for this path (for whichever version was decided on)."""
+        key = self._key(path)
+        entry = self._read().get(key)
+        if not isinstance(entry, dict) or entry.get("decision") not in ("trusted", "declined"):
+            return None
+        return TrustRecord(key, str(entry.get("sha256", "")), entry["decision"], float(entry.get("at", 0)))  # type: ignore[arg-type]
+
+    def decision(self, path: str | os.PathLike[str], sha256: str) -> Decision | None:
+        """`trusted` / `declined` for exactly this content, None when never decided (or changed)."""
+        record = self.record(path)
+        if record is None or record.sha256 != sha256:
+            return None
+        return record.decision
+
+    def is_trusted(self, path: str | os.PathLike[str], sha256: str) -> bool:
+        return self.decision(path, sha256) == "trusted"
+
+    def decide(self, path: str | os.PathLike[str], sha256: str, decision: Decision) -> TrustRecord:
+        files = self._read()
+        key = self._key(path)
+        files[key] = {"sha256": sha256, "decision": decision, "at": time.time()}
+        self._write(files)
+        return TrustRecord(key, sha256, decision, float(files[key]["at"]))  # type: ignore[arg-type]
+
+    def trust(self, path: str | os.PathLike[str], sha256: str) -> TrustRecord:
+        return self.decide(path, sha256, "trusted")
+
+    def decline(self, path: str | os.PathLike[str], sha256: str) -> TrustRecord:
+        return self.decide(path, sha256, "declined")
+
+    def forget(self, path: str | os.PathLike[str]) -> bool:
+        """Remove any decision about the path (untrust); True when there was one."""
+        files = self._read()
+        if files.pop(self._key(path), None) is None:
+            return False
+        self._write(files)
+        return True
+
+
+__all__ = [
+    "Decision",
+    "TrustRecord",
+    "TrustStore",
+    "default_store_path",
+    "digest",
+    "is_user_file",
+]

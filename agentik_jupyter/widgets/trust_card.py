@@ -1,0 +1,94 @@
+"""The trust card: what a project `mcp.json` would run, and Trust / Don't trust.
+
+It lists each server as written in the file: the command and arguments or the
+URL, the names of the environment variables it would read (never their values),
+the names it sets, and the policy it asks for. A click may arrive on another
+thread (JupyterLab sends widget messages on a kernel subshell), so the buttons
+only hand the decision to the kernel's main loop, captured when the card is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ipywidgets import HTML, Button, HBox, Layout, VBox
+
+from .markdown import escape
+
+log = logging.getLogger(__name__)
+
+Decide = Callable[[bool], Awaitable[str]]
+"""`decide(trusted)` records the choice and returns the line the card shows afterwards."""
+
+
+def trust_html(path: str, servers: list[Any]) -> str:
+    """The question and one row per server, all escaped."""
+    rows = []
+    for server in servers:
+        reads = ", ".join(f"${{{name}}}" for name in server.reads) or "none"
+        sets = ", ".join(server.sets) or "none"
+        policy = server.policy or "ask (default)"
+        if policy == "auto":
+            policy = "auto: its tools would run without asking"
+        rows.append(
+            "<tr>"
+            f"<td><b>{escape(server.name)}</b></td><td>{escape(server.transport)}</td>"
+            f'<td><code style="white-space:pre-wrap;word-break:break-all">{escape(server.target)}</code></td>'
+            f"<td>{escape(reads)}</td><td>{escape(sets)}</td><td>{escape(policy)}</td>"
+            "</tr>"
+        )
+    table = (
+        '<table style="border-collapse:collapse"><tr><th>server</th><th>kind</th><th>command or URL</th>'
+        "<th>reads env</th><th>sets env</th><th>policy</th></tr>" + "".join(rows) + "</table>"
+    )
+    return (
+        f"<div><b>Trust this MCP config?</b> <code>{escape(path)}</code> came with the project. "
+        "Until you trust it, none of its servers is started and none of its variables is read.</div>"
+        + table
+    )
+
+
+class TrustCard:
+    """A live card for one version (path + sha256) of a project file; `widget` is what to display."""
+
+    def __init__(self, path: str, servers: list[Any], decide: Decide) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._decide = decide
+        self.decided = False
+        self.question = HTML(value=trust_html(path, servers))
+        self.trust_button = Button(description="Trust", button_style="warning", icon="check")
+        self.decline_button = Button(description="Don't trust", icon="times", layout=Layout(width="auto"))
+        self.trust_button.on_click(lambda _: self._clicked(True))
+        self.decline_button.on_click(lambda _: self._clicked(False))
+        self.buttons = HBox(children=(self.trust_button, self.decline_button))
+        self.outcome = HTML(value="")
+        self.widget = VBox(
+            children=(self.question, self.buttons, self.outcome),
+            layout=Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
+        )
+
+    def _clicked(self, trusted: bool) -> None:
+        """Called on whatever thread delivered the click: only hand it to the main loop."""
+        self._loop.call_soon_threadsafe(self._start, trusted)
+
+    def _start(self, trusted: bool) -> None:
+        if self.decided:
+            return
+        self.decided = True
+        self.buttons.layout.display = "none"
+        self.outcome.value = "Trusting…" if trusted else "Not trusted."
+        self._loop.create_task(self._run(trusted), name="agentik-mcp-trust")
+
+    async def _run(self, trusted: bool) -> None:
+        try:
+            line = await self._decide(trusted)
+        except Exception as exc:
+            log.exception("recording the trust decision failed")
+            line = f"Could not record the decision: {type(exc).__name__}"
+        self.outcome.value = f"<div>{escape(line)}</div>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
