@@ -188,6 +188,10 @@ async def test_panel_send_while_busy_queues_and_stop_works() -> None:
     panel = ChatPanel(s)
     task = panel.send("go")
     assert task is not None
+    for _ in range(200):  # until the answer streams (a loaded machine may take a while)
+        if s.agent_store.status == "responding":
+            break
+        await asyncio.sleep(0.02)
     await asyncio.sleep(0.05)
     assert not panel.stop_button.disabled
     queued = panel.send("again")
