@@ -8,6 +8,7 @@ from typing import Callable
 
 from ipywidgets import HTML, Button, HBox, Layout
 
+from ..kernel.mainloop import main_thread_callback
 from ..orchestrator import AWAITING_APPROVAL
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
@@ -136,7 +137,7 @@ class ErrorBanner:
         self._store = chat_store
         self.message = HTML(value="", layout=Layout(flex="1 1 auto"))
         self.dismiss = Button(description="Dismiss", tooltip="Clear the error", layout=Layout(width="auto"))
-        self.dismiss.on_click(lambda _: self._store.set_error(None))
+        self.dismiss.on_click(main_thread_callback(lambda _: self._store.set_error(None)))
         self.widget = HBox(
             children=(self.message, self.dismiss),
             layout=Layout(display="none", border="1px solid #b00020", padding="2px 6px", margin="4px 0"),
