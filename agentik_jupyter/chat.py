@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import PurePath
 from typing import Any, AsyncIterator, Mapping
 
 from pydantic import ValidationError
@@ -45,8 +46,11 @@ def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str]
     extra = (env.get("AGENTIK_SYSTEM_PROMPT") or "").strip()
     if extra:
         parts.append("The user's standing instructions:\n" + extra)
+    if context is not None and context.instructions:
+        parts.append("The project's instructions (its AGENTS.md, trusted by the user):\n" + context.instructions)
     if context is not None:
-        where = [f"Notebook: {context.notebook_path or 'unknown (plain IPython)'}"]
+        name = PurePath(context.notebook_path).name if context.notebook_path else "unknown (plain IPython)"
+        where = [f"Notebook: {name}"]  # the name, not the user's folders
         if context.cell_id:
             where.append(f"Asking cell: {context.cell_id}")
         if context.execution_count is not None:

@@ -298,7 +298,8 @@ class Orchestrator:
             )
         if isinstance(value, ToolOutput):
             return ToolResult(
-                tool_call_id=call.id, name=call.name, result=result_text(value.text), display=value.display
+                tool_call_id=call.id, name=call.name, result=result_text(value.text), display=value.display,
+                images=value.images,
             )
         return ToolResult(tool_call_id=call.id, name=call.name, result=result_text(value))
 

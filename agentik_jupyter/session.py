@@ -163,6 +163,7 @@ class Session:
         prepare: Callable[[], Awaitable[None]] | None = None,
         on_start: Callable[[], None] | None = None,
         cell_id: str | None = None,
+        expand: Callable[[str], Awaitable[str]] | None = None,
     ) -> asyncio.Task[TurnOutcome]:
         """Queue a turn as a task on the running loop and return at once.
 
@@ -171,7 +172,7 @@ class Session:
         resuming), so a Stop or an error there ends this turn like any other.
         """
         task = asyncio.get_running_loop().create_task(
-            self._queued(text, context, model, prepare, on_start, cell_id)
+            self._queued(text, context, model, prepare, on_start, cell_id, expand)
         )
         self._waiting.append(task)
         self._queue_changed()
@@ -234,6 +235,7 @@ class Session:
         prepare: Callable[[], Awaitable[None]] | None,
         on_start: Callable[[], None] | None,
         cell_id: str | None,
+        expand: Callable[[str], Awaitable[str]] | None = None,
     ) -> TurnOutcome:
         me = asyncio.current_task()
         try:
@@ -259,6 +261,8 @@ class Session:
                 context = self.context_provider()
             if context is not None and cell_id is not None:
                 context = context.model_copy(update={"cell_id": cell_id})
+            if expand is not None:  # e.g. @mentions of variables, read when the turn starts
+                text = await expand(text)
             return await self._turn(text, context, model, prepare)
         finally:
             self._task = None

@@ -1,8 +1,9 @@
 """How the loop in the kernel reaches the chat route.
 
 `InProcessTransport` calls chat.stream_chat in the kernel (the default);
-`ServerTransport` posts to the Jupyter Server route so the key can stay on the
-server. Both yield the same provider deltas to the orchestrator.
+`ServerTransport` posts to the Jupyter Server route and reads its SSE answer, so the key
+stays on the server and the answer still streams. Both yield the same provider deltas to
+the orchestrator.
 """
 
 from __future__ import annotations
@@ -12,9 +13,18 @@ import os
 from typing import Any, AsyncIterator, Mapping
 
 from .chat import stream_chat
-from .providers.base import ProviderChatResponse, ProviderDelta, ProviderToolCall, StreamDone, TextDelta
+from .providers.base import (
+    ProviderChatResponse,
+    ProviderDelta,
+    ProviderToolCall,
+    ReasoningDelta,
+    StreamDone,
+    TextDelta,
+    ToolCallStart,
+    UsageDelta,
+)
 from .providers.errors import ConfigurationError, ProviderConnectionError, ProviderError
-from .types import AgentContext, ChatMessage, ToolSchema
+from .types import AgentContext, ChatMessage, ToolSchema, Usage
 
 
 class InProcessTransport:
@@ -31,10 +41,11 @@ class InProcessTransport:
 
 
 class ServerTransport:
-    """POST /agentik/api/chat on the Jupyter server that started this kernel.
+    """POST /agentik/api/chat on the Jupyter server that started this kernel, as SSE.
 
-    The answer arrives whole (the route is not streamed), then is replayed as one
-    text delta so the loop treats both transports alike.
+    The key stays in the server's environment; the answer still streams token by token.
+    Stop cancels the task reading the stream: leaving ``client.stream`` closes the
+    connection, and the server cancels its provider request at once.
     """
 
     def __init__(self, base_url: str, token: str | None, model: str | None = None) -> None:
@@ -54,32 +65,120 @@ class ServerTransport:
         }
         if self.model:
             body["model"] = self.model
-        headers = {"Authorization": f"token {self.token}"} if self.token else {}
+        headers = {"Accept": "text/event-stream"}
+        if self.token:
+            headers["Authorization"] = f"token {self.token}"
+        timeout = httpx2.Timeout(SERVER_READ_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
+        finished = False
         try:
-            async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0, connect=5.0)) as client:
-                resp = await client.post(f"{self.base_url}/agentik/api/chat", json=body, headers=headers)
+            async with httpx2.AsyncClient(timeout=timeout) as client:
+                async with client.stream(
+                    "POST", f"{self.base_url}/agentik/api/chat", json=body, headers=headers
+                ) as resp:
+                    if resp.status_code != 200:
+                        await resp.aread()
+                        _raise_for(resp.status_code, _json(resp))
+                    async for kind, data in _events(resp.aiter_lines()):
+                        delta = _delta(kind, data)
+                        if delta is not None:
+                            yield delta
+                        if kind == "end":
+                            finished = True
+                            return
         except httpx2.HTTPError as exc:
             raise ProviderConnectionError(f"Could not reach the Jupyter server route: {exc}") from None
-        data = _json(resp)
-        if resp.status_code in (401, 403):
-            raise ProviderError(
-                f"The Jupyter server refused the agent's request ({resp.status_code}): the server token "
-                "this kernel found is wrong or missing. Unset AGENTIK_TRANSPORT to call the provider directly.",
-                status=resp.status_code,
-            )
-        if resp.status_code != 200:
-            message = data.get("message") or data.get("error") or resp.text[:200]
-            if data.get("error") == "Missing configuration":
-                raise ConfigurationError(str(message))
-            raise ProviderError(f"{data.get('error', 'Error')}: {message}", status=resp.status_code)
-        content = data.get("content") or ""
+        if not finished:
+            raise ProviderConnectionError("The Jupyter server's answer stream ended before the turn finished.")
+
+
+class ServerNotFoundTransport:
+    """AGENTIK_TRANSPORT=server in a kernel no Jupyter server started: every turn says so."""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model
+
+    async def stream(
+        self, messages: list[ChatMessage], context: AgentContext | None, tool_schemas: list[ToolSchema]
+    ) -> AsyncIterator[ProviderDelta]:
+        raise ConfigurationError(NO_SERVER_MESSAGE)
+        yield  # pragma: no cover  (makes this an async generator like the others)
+
+
+NO_SERVER_MESSAGE = (
+    "AGENTIK_TRANSPORT=server, but no Jupyter server started this kernel (no JPY_PARENT_PID, or no "
+    "jpserver-<pid>.json in the Jupyter runtime dir), so there is no server to send the turn to. "
+    "Open the notebook from JupyterLab / Jupyter Server, or unset AGENTIK_TRANSPORT to call the "
+    "provider from the kernel."
+)
+SERVER_READ_TIMEOUT_S = 120.0
+SERVER_CONNECT_TIMEOUT_S = 5.0
+
+
+def _raise_for(status: int, data: dict[str, Any]) -> None:
+    if status in (401, 403):
+        raise ProviderError(
+            f"The Jupyter server refused the agent's request ({status}): the server token "
+            "this kernel found is wrong or missing, or your user may not use the agent "
+            "(resource 'agentik'). Unset AGENTIK_TRANSPORT to call the provider directly.",
+            status=status,
+        )
+    _raise_error(data, status)
+
+
+def _raise_error(data: dict[str, Any], status: int | None) -> None:
+    message = data.get("message") or data.get("error") or "no details"
+    if data.get("error") == "Missing configuration":
+        raise ConfigurationError(str(message))
+    raise ProviderError(f"{data.get('error', 'Error')}: {message}", status=data.get("status") or status)
+
+
+async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """SSE frames -> (event type, JSON data); comments and ids are skipped."""
+    kind, data = "message", []
+    async for line in lines:
+        if not line:
+            if data:
+                try:
+                    payload = json.loads("\n".join(data))
+                except ValueError:
+                    payload = None
+                if isinstance(payload, dict):
+                    yield kind, payload
+            kind, data = "message", []
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+
+
+def _delta(kind: str, data: dict[str, Any]) -> ProviderDelta | None:
+    """One route event as the delta the in-process adapter would have yielded."""
+    if kind == "delta":
+        return TextDelta(text=str(data.get("text") or ""))
+    if kind == "reasoning":
+        return ReasoningDelta(text=str(data.get("text") or ""))
+    if kind == "usage":
+        return UsageDelta(usage=Usage.model_validate({k: v for k, v in data.items() if k != "type"}))
+    if kind == "tool_call":
+        return ToolCallStart(index=int(data.get("index") or 0), id=str(data["id"]), name=str(data["name"]))
+    if kind == "error":
+        _raise_error(data, None)
+    if kind == "end":
         calls = [
             ProviderToolCall(id=c["id"], name=c["name"], args=c.get("args") or {})
             for c in data.get("toolCalls") or []
         ]
-        if content:
-            yield TextDelta(text=content)
-        yield StreamDone(response=ProviderChatResponse(content=content or None, tool_calls=calls))
+        usage = data.get("usage")
+        return StreamDone(
+            response=ProviderChatResponse(
+                content=data.get("content") or None,
+                reasoning=data.get("reasoning"),
+                tool_calls=calls,
+                finish_reason=data.get("finish_reason"),
+                usage=Usage.model_validate(usage) if usage else None,
+            )
+        )
+    return None
 
 
 def _json(resp: Any) -> dict[str, Any]:
@@ -90,12 +189,15 @@ def _json(resp: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def default_transport(model: str | None = None) -> InProcessTransport | ServerTransport:
-    """In-process unless AGENTIK_TRANSPORT=server and the server's URL is known."""
+def default_transport(model: str | None = None) -> InProcessTransport | ServerTransport | ServerNotFoundTransport:
+    """In-process unless AGENTIK_TRANSPORT=server; then the server that started this kernel,
+    or a transport whose every turn says clearly that there is none (never a silent fallback
+    that would need the key in the kernel)."""
     if os.environ.get("AGENTIK_TRANSPORT", "").lower() == "server":
         from .kernel.server_info import find_server
 
         server = find_server()
-        if server is not None:
-            return ServerTransport(server.url, server.token, model)
+        if server is None:
+            return ServerNotFoundTransport(model)
+        return ServerTransport(server.url, server.token, model)
     return InProcessTransport(model)

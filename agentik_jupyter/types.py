@@ -39,6 +39,15 @@ class ToolCall(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class ImagePart(_Model):
+    """An image the model sees (a plot), already fitted to the budget by vision.py; base64 data."""
+
+    mime: str
+    data: str
+    width: int | None = None
+    height: int | None = None
+
+
 class ToolResult(_Model):
     """What a tool returned (or why it did not run).
 
@@ -52,6 +61,7 @@ class ToolResult(_Model):
     error: str | None = None
     display: dict[str, Any] | None = None
     duration_ms: float | None = None
+    images: list[ImagePart] | None = None
 
 
 class ChatMessage(_Model):
@@ -86,6 +96,7 @@ class AgentContext(_Model):
     cell_id: str | None = None
     variables: list[VariableSummary] = Field(default_factory=list)
     execution_count: int | None = None
+    instructions: str | None = None
 
 
 class ToolParameter(_Model):
@@ -110,6 +121,7 @@ class ToolOutput(_Model):
 
     text: str
     display: dict[str, Any] | None = None
+    images: list[ImagePart] | None = None
 
 
 ToolFunction = Callable[..., Any | Awaitable[Any]]

@@ -16,6 +16,8 @@ from agentik_jupyter.session import Session
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.transport import InProcessTransport
 
+from .engines import ENGINE_BENCHMARKS
+
 ANSWER = " ".join(f"word{i}" for i in range(2000))
 REPEATS = 7
 
@@ -138,4 +140,5 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "persisted_vs_temporary_turn": persisted_vs_temporary_turn,
     "describe_big_vs_small_frame": describe_big_vs_small_frame,
     "widget_bytes_per_answer": widget_bytes_per_answer,
+    **ENGINE_BENCHMARKS,
 }

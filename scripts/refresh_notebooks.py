@@ -21,7 +21,7 @@ from tests.notebook_env import NOTEBOOKS, notebook_env  # noqa: E402
 def main() -> int:
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         with tempfile.TemporaryDirectory() as tmp:
-            env = notebook_env(Path(tmp) / "nb.agentik.db")
+            env = notebook_env(Path(tmp) / "nb.agentik.db", path)
             saved = dict(os.environ)
             os.environ.clear()
             os.environ.update(env)

@@ -18,7 +18,7 @@ The flow a data scientist goes through, clicked and typed in the real UI:
 8. a saved notebook opened without running it: the JupyterLab extension draws each turn's
    transcript (question, Markdown answer, tool cards) and no HTML from the payload runs;
 9. the "Agent sessions" sidebar lists the sessions in the notebook's ``.agentik.db``, and a
-   click shows one's history, a page at a time ("Load earlier").
+   click shows one's history, a page at a time ("Show older").
 
 Screenshots land in ``tests/artifacts/`` (git-ignored). The browser is never downloaded:
 ``/usr/bin/chromium`` (``scripts/ensure-chromium.sh``) or the module is skipped.
@@ -278,7 +278,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     venv_bin = str(Path(sys.executable).parent)
     env = {
         **srv.env(),
-        "AGENTIK_DB_PATH": str(tmp / "sessions.agentik.db"),
         "AGENTIK_APPROVAL_TIMEOUT": "120",  # never hang forever if a click is lost
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
     }
@@ -678,7 +677,7 @@ def test_10_sessions_sidebar_lists_and_pages_history(lab: Lab) -> None:
     assert history.locator("script, [onerror], img").count() == 0 and page.evaluate(PWNED) is None
     lab.shot("sessions_history.png")
 
-    earlier = sidebar.get_by_role("button", name="Load earlier")
+    earlier = sidebar.get_by_role("button", name="Show older")
     assert earlier.is_visible()
     earlier.click()
     lab.wait(lambda: "History question 0" in lab.text(history), 15, "the earlier page of history")

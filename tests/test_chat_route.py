@@ -16,7 +16,8 @@ def test_system_prompt_says_where_we_are_and_adds_standing_instructions() -> Non
         variables=[VariableSummary(name="df", type="pandas.DataFrame", shape="(100, 3)")],
     )
     prompt = build_system_prompt(ctx, {"AGENTIK_SYSTEM_PROMPT": "Answer in French."})
-    for expected in ("/work/sales.ipynb", "cell-7", "Execution count: 12", "- df: pandas.DataFrame (100, 3)",
+    assert "/work/" not in prompt  # the notebook's name; the user's folders are not the model's business
+    for expected in ("Notebook: sales.ipynb", "cell-7", "Execution count: 12", "- df: pandas.DataFrame (100, 3)",
                      "Answer in French."):
         assert expected in prompt
     assert "Answer in French." not in build_system_prompt(ctx, {})

@@ -228,13 +228,13 @@ def test_title_defaults_to_first_user_message(db: SessionDB) -> None:
     assert len(title) == 60 and title.endswith("…")
 
 
-def test_rename_keeps_updated_at(db: SessionDB) -> None:
+def test_rename_bumps_updated_at(db: SessionDB) -> None:
     conv = db.create_conversation()
     run_turn(db, conv.id, "q")
     before = db.get_conversation(conv.id)
     renamed = db.rename_conversation(conv.id, "  Sales   analysis ")
     assert renamed.title == "Sales analysis"
-    assert renamed.updated_at == before.updated_at
+    assert renamed.updated_at > before.updated_at
     assert db.rename_conversation(conv.id, "   ").title is None
     with pytest.raises(ConversationNotFoundError):
         db.rename_conversation("missing", "x")

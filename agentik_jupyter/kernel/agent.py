@@ -26,12 +26,16 @@ class KernelAgent:
 
     def __init__(self, shell: Any) -> None:
         from .approval import ApprovalGate
+        from ..notebook.instructions import finder_for
+        from ..notebook.tools import register_notebook_tools
         from .context_tools import register_context_tools
 
         self.shell = shell
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
+        register_notebook_tools(self.registry, lambda: self.location.notebook_path)
+        self.instructions = finder_for(self.location.notebook_path)
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
         self.gate = ApprovalGate(present=self._present_approval, scope=self._conversation_scope)
@@ -117,6 +121,7 @@ class KernelAgent:
             cell_id=cell_id,
             variables=variables_of(self.shell),
             execution_count=getattr(self.shell, "execution_count", None),
+            instructions=self.instructions.prompt_text(),
         )
 
     async def ensure_mcp(self) -> None:

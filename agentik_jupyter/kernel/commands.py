@@ -26,7 +26,11 @@ Usage: %agent <command>
                     the MCP config, whether it is trusted; trust or untrust it
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
-  stop [--all]      stop the running turn (--all: and the queued ones)"""
+  stop [--all]      stop the running turn (--all: and the queued ones)
+  instructions [trust|untrust]
+                    the project's AGENTS.md, and whether it is added to the prompt
+  fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
+  export [PATH]     the code the agent ran in this session, as a new notebook"""
 
 SETTINGS = [
     "LLM_PROVIDER", "LLM_MODEL", "LLM_BASE_URL", "LLM_STREAM_USAGE", "AGENTIK_SYSTEM_PROMPT",
@@ -73,6 +77,9 @@ async def _status(agent: Any, args: list[str]) -> None:
     else:
         print("session:  none yet (the next %%agent cell starts one)")
     print(agent.location.describe())
+    found = agent.instructions.current()
+    if found is not None:
+        print(found.describe())
     if session is not None and session.busy:
         print(f"status:   {session.agent_store.status} (a turn is running; %agent stop stops it)")
 
@@ -210,6 +217,24 @@ async def _stop(agent: Any, args: list[str]) -> None:
         print(("Stopped." if stopped else "Nothing is running.") + queued)
 
 
+async def _instructions(agent: Any, args: list[str]) -> None:
+    from ..notebook.instructions import instructions_command
+
+    await instructions_command(agent, args)
+
+
+async def _fix(agent: Any, args: list[str]) -> None:
+    from ..notebook.fix import fix_command
+
+    await fix_command(agent, args)
+
+
+async def _export(agent: Any, args: list[str]) -> None:
+    from ..notebook.export import export_command
+
+    await export_command(agent, args)
+
+
 _COMMANDS = {
     "status": _status,
     "sessions": _sessions,
@@ -223,4 +248,7 @@ _COMMANDS = {
     "panel": _panel,
     "stop": _stop,
     "mcp": mcp_command,
+    "export": _export,
+    "fix": _fix,
+    "instructions": _instructions,
 }

@@ -138,6 +138,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
 
         Shape, columns with dtypes, null counts, statistics and the first rows.
         Bounded in size for any frame; statistics of long frames come from a row sample.
+        Lazy frames are summarised by their own engine within a time budget.
 
         Args:
             name: the DataFrame's variable name (or attribute path)

@@ -17,6 +17,7 @@ import random
 from collections import Counter
 from typing import Any, Callable
 
+from .. import engines
 from ..types import ToolOutput
 from .namespace import clip, imported
 
@@ -33,7 +34,9 @@ _LINE_CHARS = 160
 
 
 def frame_kind(value: Any) -> str | None:
-    """`pandas`, `polars` or `polars-lazy` when `value` is a frame or series, else None."""
+    """`pandas`, `polars`, or `engine` (Dask, Polars lazy, DuckDB, Spark) for a frame or series, else None."""
+    if engines.engine_of(value) is not None:
+        return "engine"
     pd = imported("pandas")
     if pd is not None and isinstance(value, (pd.DataFrame, pd.Series)):
         return "pandas"
@@ -53,6 +56,9 @@ def describe_frame(name: str, value: Any, columns: list[str] | None = None) -> T
     interesting ones.
     """
     kind = frame_kind(value)
+    if kind == "engine":
+        text = engines.describe(value, name, columns=columns)
+        return ToolOutput(text=text, display={"text/plain": text})
     if kind == "pandas":
         text, preview = _describe_pandas(name, value, columns)
     elif kind == "polars":

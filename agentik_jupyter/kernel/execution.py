@@ -21,6 +21,7 @@ import traceback
 from typing import Any
 
 from ..types import ToolOutput
+from ..vision import images_for_model
 from .namespace import clip, short_repr, type_name
 
 MAX_STREAM_CHARS = 8_000
@@ -165,14 +166,28 @@ def _figure(num: int) -> Any | None:
     return manager.canvas.figure if manager is not None else None
 
 
+def _describe_axes(ax: Any) -> str:
+    """What a model without vision needs to know of one axes: titles, labels, limits, series."""
+    parts = [f"{kind} {clip(t, 60)!r}" for kind, t in
+             (("title", ax.get_title()), ("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if t]
+    try:
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        parts.append(f"x from {x0:.4g} to {x1:.4g}, y from {y0:.4g} to {y1:.4g}")
+    except (TypeError, ValueError):
+        pass
+    names = [clip(str(n), 40) for n in ax.get_legend_handles_labels()[1][:8]]
+    if names:
+        parts.append("series " + ", ".join(names))
+    counts = [(len(ax.lines), "line(s)"), (len(ax.patches), "bar(s)/patch(es)"), (len(ax.collections), "scatter/collection(s)")]
+    parts.append(", ".join(f"{n} {what}" for n, what in counts if n) or "nothing drawn")
+    return "; ".join(parts)
+
+
 def _describe_figure(num: int, fig: Any) -> str:
     width, height = (int(v * FIGURE_DPI) for v in fig.get_size_inches())
-    axes = []
-    for ax in fig.get_axes()[:6]:
-        labels = [t for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) if t]
-        axes.append(" / ".join(clip(t, 60) for t in labels) or "untitled axes")
-    more = f" (+{len(fig.get_axes()) - 6} more)" if len(fig.get_axes()) > 6 else ""
-    return f"Figure {num} (~{width}×{height}px): " + ("; ".join(axes) or "no axes") + more
+    axes = [f"[{_describe_axes(ax)}]" for ax in fig.get_axes()[:6]]
+    more = f" (+{len(fig.get_axes()) - 6} more axes)" if len(fig.get_axes()) > 6 else ""
+    return f"Figure {num} (~{width}×{height}px): " + (" ".join(axes) or "no axes") + more
 
 
 # ---- the answer ----
@@ -207,7 +222,7 @@ def _output(shell: Any, value: Any, capture: _Capture, figures: list[tuple[str, 
     display: dict[str, Any] = {"text/plain": "\n\n".join(text), "text/html": "\n".join(rich)}
     if images:
         display["image/png"] = images[0]
-    return ToolOutput(text="\n\n".join(text), display=display)
+    return ToolOutput(text="\n\n".join(text), display=display, images=images_for_model(images))
 
 
 def _format_value(shell: Any, value: Any) -> tuple[str, str]:

@@ -10,6 +10,7 @@ import atexit
 import re
 from typing import Any
 
+from ..notebook import fix as failures
 from .magics import CELL_HELPER, LINE_HELPER, AgentMagics, run_cell_turn
 
 _CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
@@ -69,6 +70,7 @@ def load(ipython: Any) -> None:
     ipython.user_ns.update(helpers)
     ipython.user_ns_hidden.update(helpers)
     ipython.input_transformers_cleanup.append(transform)
+    failures.install(ipython)
     atexit.register(_shutdown, ipython)
 
 
@@ -82,6 +84,7 @@ def unload(ipython: Any) -> None:
     atexit.unregister(_shutdown)
     if transform in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(transform)
+    failures.uninstall(ipython)
     for name in (CELL_HELPER, LINE_HELPER):
         ipython.user_ns.pop(name, None)
         ipython.user_ns_hidden.pop(name, None)

@@ -34,6 +34,7 @@ def _display(obj: Any) -> Any:
 
 def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
     """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
+    from ..notebook.mentions import expand_mentions
     from ..widgets import TurnView
     from .agent import get_agent
     from .cells import CellAnchor, anchored, asking_cell_id
@@ -54,6 +55,7 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     with anchored(anchor):  # insert_cell proposals go below this cell (the task copies the context)
         task = session.start_turn(
             text,
+            expand=lambda question: expand_mentions(shell, agent.registry, question),
             model=opts.model,
             prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
             on_start=on_start,

@@ -13,6 +13,7 @@ import sys
 import types
 from typing import Any, Iterator, Mapping
 
+from .. import engines
 from ..types import VariableSummary
 
 # Names IPython puts in the namespace even when user_ns_hidden is not at hand.
@@ -63,6 +64,9 @@ def shape_of(value: Any) -> str | None:
         return f"len={len(value)}"
     if isinstance(value, (int, float, complex, bool)) or value is None:
         return None
+    lazy = engines.one_line(value)
+    if lazy is not None:
+        return lazy
     root = _module_root(value)
     if root in _CHEAP_LEN_MODULES or isinstance(value, (list, tuple, dict, set, frozenset)):
         shape = _safe_getattr(value, "shape")

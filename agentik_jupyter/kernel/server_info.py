@@ -12,6 +12,7 @@ from pathlib import Path
 class ServerInfo:
     url: str
     token: str | None
+    root_dir: str | None = None
 
 
 def find_server(environ: dict[str, str] | None = None) -> ServerInfo | None:
@@ -27,4 +28,6 @@ def find_server(environ: dict[str, str] | None = None) -> ServerInfo | None:
     except (OSError, ValueError, ImportError):
         return None
     url = data.get("url")
-    return ServerInfo(url=url.rstrip("/"), token=data.get("token") or None) if url else None
+    if not url:
+        return None
+    return ServerInfo(url=url.rstrip("/"), token=data.get("token") or None, root_dir=data.get("root_dir") or None)

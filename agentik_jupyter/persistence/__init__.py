@@ -20,6 +20,7 @@ from .errors import (
 from .models import AuditEntry, AuditPage, AuditRef, ConversationInfo
 from .pairing import check_turn, complete_pairs
 from .paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db
+from .reader import MAX_PAGE_SIZE, PAGE_SIZE, SessionReader
 from .schema import CURRENT_VERSION
 from .sqlite_session import INTERRUPTED_CODE, SessionDB, default_title
 
@@ -36,10 +37,13 @@ __all__ = [
     "DB_PATH_ENV",
     "DatabaseBusyError",
     "INTERRUPTED_CODE",
+    "MAX_PAGE_SIZE",
     "NotASessionDBError",
+    "PAGE_SIZE",
     "SchemaVersionError",
     "SessionDB",
     "SessionDBError",
+    "SessionReader",
     "TemporaryConversationError",
     "TokenEstimator",
     "TurnNotFoundError",

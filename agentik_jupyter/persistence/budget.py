@@ -7,6 +7,7 @@ over-counts prose a little (JSON quoting), which errs on the safe side.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 TokenEstimator = Callable[[str], int]
@@ -40,9 +41,17 @@ _CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 
 
+IMAGE_TOKENS = 1_000
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{512,}={0,2}")
+
+
 def estimate_tokens(text: str) -> int:
-    """≈ chars / 4, rounded up."""
-    return (len(text) + 3) // 4
+    """≈ chars / 4, rounded up; an embedded image (a long base64 run) counts IMAGE_TOKENS, since
+    models bill images by pixels (vision.py keeps them small), not by their base64 length."""
+    images = 0
+    if len(text) > 512:
+        text, images = _BASE64_RUN.subn("", text)
+    return (len(text) + 3) // 4 + images * IMAGE_TOKENS
 
 
 def context_window(model: str | None) -> int | None:

@@ -44,7 +44,9 @@ class AuditEntry(_Frozen):
 
 
 class AuditPage(_Frozen):
-    """A page of history, oldest first; pass ``next_before_seq`` to fetch the page before it."""
+    """A page of history, oldest first; pass ``next_before_seq`` to fetch the page before it
+    (or, reading forward, ``next_after_seq`` for the page after it)."""
 
     entries: list[AuditEntry]
     next_before_seq: int | None
+    next_after_seq: int | None = None

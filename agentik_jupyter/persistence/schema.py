@@ -8,9 +8,13 @@ both migrate it and a crash mid-migration leaves the old version intact.
   (conversation_id, seq) index the audit log is paged by.
 - v2: the audit log becomes append-only in the database itself (triggers), and the indexes
   the turn and working-memory reads need.
+- v3: a change log (``change_log``) filled by triggers, so every writer (any kernel, the
+  server's rename/delete) leaves a numbered event: created, renamed, deleted, message. The
+  server's events stream reads it read-only from a position the client gives.
 
-A file whose version is newer than ours is refused before anything is written: the
-version is read over a read-only connection, so the file stays byte-identical.
+A file whose version is newer than ours, or an SQLite file of someone else's (tables but no
+version), is refused before anything is written: both are read over a read-only connection
+(``readonly.py``), so the file stays byte-identical and no -wal/-shm appear.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import NotASessionDBError, SchemaVersionError, open_error
+from .errors import NotASessionDBError, SchemaVersionError
+from .readonly import exists_with_data, read_only
 
 
 @dataclass(frozen=True)
@@ -79,31 +84,68 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX conversation_updated ON conversation(is_temporal, updated_at)",
         ),
     ),
+    Migration(
+        3,
+        "change_log: numbered created/renamed/deleted/message events, written by triggers",
+        (
+            # AUTOINCREMENT: a position is never reused, even after the newest rows are deleted.
+            """CREATE TABLE change_log (
+                position INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL CHECK (kind IN ('created', 'renamed', 'deleted', 'message')),
+                conversation_id TEXT NOT NULL,
+                message_id TEXT,
+                title TEXT,
+                created_at REAL NOT NULL
+            )""",
+            """CREATE TRIGGER change_log_created AFTER INSERT ON conversation
+            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
+                  VALUES ('created', NEW.id, NEW.title, NEW.created_at); END""",
+            """CREATE TRIGGER change_log_renamed AFTER UPDATE OF title ON conversation
+            WHEN OLD.title IS NOT NEW.title
+            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
+                  VALUES ('renamed', NEW.id, NEW.title, (julianday('now') - 2440587.5) * 86400.0); END""",
+            # A deleted conversation's message events lead nowhere: drop them with it.
+            """CREATE TRIGGER change_log_deleted AFTER DELETE ON conversation
+            BEGIN
+                DELETE FROM change_log WHERE conversation_id = OLD.id AND kind = 'message';
+                INSERT INTO change_log (kind, conversation_id, title, created_at)
+                VALUES ('deleted', OLD.id, OLD.title, (julianday('now') - 2440587.5) * 86400.0);
+            END""",
+            """CREATE TRIGGER change_log_message AFTER INSERT ON message
+            BEGIN INSERT INTO change_log (kind, conversation_id, message_id, created_at)
+                  VALUES ('message', NEW.conversation_id, NEW.id, NEW.created_at); END""",
+        ),
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version
 
 
+def _version_and_tables(conn: sqlite3.Connection) -> tuple[int, int]:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    tables = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+    return version, tables
+
+
+def inspect_file(path: Path) -> tuple[int, int]:
+    """(user_version, number of schema objects), read without writing a byte; (0, 0) if empty."""
+    if not exists_with_data(path):
+        return 0, 0
+    return read_only(path, _version_and_tables)
+
+
 def read_version(path: Path) -> int:
     """The file's user_version read without writing a byte; 0 for a missing or empty file."""
-    if not path.exists() or path.stat().st_size == 0:
-        return 0
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise open_error(path, exc) from exc
+    return inspect_file(path)[0]
 
 
 def check_version(path: Path) -> int:
-    """Refuse a file from a newer agentik_jupyter before any connection can write to it."""
-    version = read_version(path)
+    """Refuse a newer or foreign file before any connection can write to it (WAL switch, migrations)."""
+    version, objects = inspect_file(path)
     if version > CURRENT_VERSION:
         raise SchemaVersionError(path, version, CURRENT_VERSION)
+    if version == 0 and objects:
+        raise NotASessionDBError(path, "it has tables but no agentik schema version")
     return version
 
 

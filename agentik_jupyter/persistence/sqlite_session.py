@@ -257,12 +257,14 @@ class SessionDB:
         return self._read(lambda conn: [_info(row) for row in conn.execute(sql, (limit, offset))])
 
     def rename_conversation(self, conversation_id: str, title: str | None) -> ConversationInfo:
-        """Set the title (blank clears it). Does not bump updated_at: renaming is not activity."""
+        """Set the title (blank clears it) and bump updated_at, as the spec's rename does."""
         clean = " ".join((title or "").split()) or None
 
         def body(conn: sqlite3.Connection) -> ConversationInfo:
             self._conversation_row(conn, conversation_id)
-            conn.execute("UPDATE conversation SET title = ? WHERE id = ?", (clean, conversation_id))
+            conn.execute(
+                "UPDATE conversation SET title = ?, updated_at = ? WHERE id = ?", (clean, now(), conversation_id)
+            )
             return _info(self._conversation_row(conn, conversation_id))
 
         return self._write(body)

@@ -60,6 +60,11 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
                 "tool_use_id": result.tool_call_id,
                 "content": tool_result_text(result),
             }
+            if result.images:
+                block["content"] = [{"type": "text", "text": block["content"]}] + [
+                    {"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}}
+                    for i in result.images
+                ]
             if result.error is not None:
                 block["is_error"] = True
             role, blocks = "user", [block]

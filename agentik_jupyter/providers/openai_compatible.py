@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator
 import httpx2
 from pydantic import SecretStr
 
-from ..types import ChatMessage, ToolSchema
+from ..types import ChatMessage, ImagePart, ToolSchema
 from . import _constants as C
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
@@ -43,7 +43,11 @@ def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> li
     wire: list[dict[str, Any]] = []
     if system_prompt:
         wire.append({"role": "system", "content": system_prompt})
+    images: list[ImagePart] = []
     for message in messages:
+        if message.role != "tool" and images:
+            wire.append(images_message(images))
+            images = []
         if message.role == "user":
             wire.append({"role": "user", "content": message.content})
         elif message.role == "assistant":
@@ -62,7 +66,17 @@ def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> li
         elif message.role == "tool" and message.tool_result is not None:
             result = message.tool_result
             wire.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": tool_result_text(result)})
+            images += result.images or []
+    if images:
+        wire.append(images_message(images))
     return wire
+
+
+def images_message(images: list[ImagePart]) -> dict[str, Any]:
+    """Chat Completions has no images in `tool` messages: they follow the results as a user message."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": f"The {len(images)} image(s) the tool results above produced:"}]
+    parts += [{"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}} for i in images]
+    return {"role": "user", "content": parts}
 
 
 class OpenAICompatibleAdapter:

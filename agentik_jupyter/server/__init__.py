@@ -13,4 +13,4 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     from .handlers import setup_handlers
 
     setup_handlers(serverapp.web_app, serverapp)
-    serverapp.log.info("agentik_jupyter: /agentik/api/chat and /agentik/api/sessions ready")
+    serverapp.log.info("agentik_jupyter: /agentik/api/chat, /agentik/api/sessions and /agentik/api/events ready")

@@ -1,27 +1,39 @@
-"""Tornado handlers. Jupyter's auth guards every route; bodies are validated by chat.py."""
+"""The chat route (JSON or SSE) and the routing table; every route checks auth *and* authorization."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import tornado.web
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
+from tornado.iostream import StreamClosedError
 
 from ..chat import ChatRouteError, error_body, handle
-from ..persistence import SessionDB, SessionDBError, db_path_for
+from .base import AgentikHandler
+from .sse import EVENT_STREAM, chat_events, encode, normalise_body, parse, wants_event_stream
 
 
-class ChatHandler(APIHandler):
-    """POST {messages, context?, tools?} -> {content, toolCalls?}; 400 invalid body, 502 provider/config."""
+class ChatHandler(AgentikHandler):
+    """POST {messages, context?, tools?} -> {content, toolCalls?}, or SSE with Accept: text/event-stream.
+
+    400 invalid body, 502 provider/config (JSON); a stream ends with `end` or `error`.
+    Closing the stream cancels the provider request at once.
+    """
+
+    _turn: asyncio.Task[None] | None = None
 
     @tornado.web.authenticated
+    @authorized
     async def post(self) -> None:
+        body = normalise_body(self.request.body)
+        if wants_event_stream(self.request.headers.get("Accept")):
+            await self._stream(body)
+            return
         try:
-            result = await handle(self.request.body)
+            result = await handle(body)
         except ChatRouteError as exc:
             self.set_status(exc.status)
             self.finish(json.dumps(exc.body))
@@ -33,77 +45,51 @@ class ChatHandler(APIHandler):
             return
         self.finish(json.dumps(result))
 
-
-class _SessionsBase(APIHandler):
-    def _db_path(self) -> Path | None:
-        rel = self.get_query_argument("path", "").strip().lstrip("/")
-        if not rel.endswith(".ipynb"):
-            raise tornado.web.HTTPError(400, "query argument 'path' must name a notebook (.ipynb)")
-        root = Path(self.settings.get("server_root_dir") or self.serverapp.root_dir).expanduser().resolve()
-        notebook = (root / rel).resolve()
-        if root not in notebook.parents:
-            raise tornado.web.HTTPError(400, "path is outside the server's root")
-        db = db_path_for(notebook, {}, notebook.parent)
-        return db if db.exists() else None
-
-    def _reply(self, data: Any) -> None:
-        self.finish(json.dumps(data))
-
-
-def _list(path: Path) -> list[dict[str, Any]]:
-    with SessionDB(path) as db:
-        return [c.model_dump() for c in db.list_conversations()]
-
-
-def _history(path: Path, conversation_id: str, limit: int, before: int | None) -> dict[str, Any]:
-    with SessionDB(path) as db:
-        return db.audit_log(conversation_id, limit=limit, before_seq=before).model_dump(mode="json")
-
-
-class SessionsHandler(_SessionsBase):
-    """GET ?path=nb.ipynb -> the notebook's sessions, newest first."""
-
-    @tornado.web.authenticated
-    async def get(self) -> None:
-        db = self._db_path()
-        if db is None:
-            self._reply({"sessions": []})
+    async def _stream(self, body: Any) -> None:
+        try:
+            request = parse(body)
+        except ChatRouteError as exc:
+            self.set_status(exc.status)
+            self.finish(json.dumps(exc.body))
             return
-        try:
-            sessions = await asyncio.to_thread(_list, db)
-        except SessionDBError as exc:
-            raise tornado.web.HTTPError(500, str(exc)) from None
-        self._reply({"sessions": sessions})
+        tools = request.tools
+        if tools is None:
+            from ..registry import default_registry
 
-
-class SessionHistoryHandler(_SessionsBase):
-    """GET /<id>?path=nb.ipynb[&before=SEQ&limit=N] -> one page of the audit log, oldest first."""
-
-    @tornado.web.authenticated
-    async def get(self, conversation_id: str) -> None:
-        db = self._db_path()
-        if db is None:
-            raise tornado.web.HTTPError(404, "no sessions file for this notebook")
+            tools = default_registry.to_tool_schemas()
+        self.start_event_stream()
+        self._turn = asyncio.ensure_future(self._pump(request, tools))
         try:
-            limit = min(500, max(1, int(self.get_query_argument("limit", "100"))))
-            before_raw = self.get_query_argument("before", "")
-            before = int(before_raw) if before_raw else None
-        except ValueError:
-            raise tornado.web.HTTPError(400, "limit and before must be integers") from None
-        try:
-            page = await asyncio.to_thread(_history, db, conversation_id, limit, before)
-        except SessionDBError as exc:
-            raise tornado.web.HTTPError(404, str(exc)) from None
-        self._reply(page)
+            await self._turn
+        except (asyncio.CancelledError, StreamClosedError):
+            return  # the client went away: the provider request is already closed
+        if not self._finished:
+            self.finish(set_content_type=EVENT_STREAM)
+
+    async def _pump(self, request: Any, tools: Any) -> None:
+        event_id = 0
+        async for kind, data in chat_events(request, tools):
+            event_id += 1
+            self.write(encode(event_id, kind, data))
+            await self.flush()
+
+    def on_connection_close(self) -> None:
+        """The client closed the stream (Stop in the kernel): stop the provider request now."""
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        super().on_connection_close()
 
 
 def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
+    from .sessions import EventsHandler, SessionHandler, SessionsHandler
+
     base = web_app.settings["base_url"]
     web_app.add_handlers(
         ".*$",
         [
             (url_path_join(base, "agentik/api/chat"), ChatHandler),
+            (url_path_join(base, "agentik/api/events"), EventsHandler),
             (url_path_join(base, "agentik/api/sessions"), SessionsHandler),
-            (url_path_join(base, r"agentik/api/sessions/([^/]+)"), SessionHistoryHandler),
+            (url_path_join(base, r"agentik/api/sessions/([^/]+)"), SessionHandler),
         ],
     )

@@ -103,6 +103,13 @@ def demo_responder(request: RecordedRequest) -> Reply:
     if wanted and wanted.group(1) in offered:
         args = {k: _value(v) for k, v in re.findall(r"(\w+)=(\S+)", question)}
         return Reply.tool_calls([{"name": wanted.group(1), "args": args}])
+    fix = re.match(r"Fix the error in (?:cell (\S+)|the cell)", question)
+    if fix is not None and fix.group(1) and "read_notebook" in offered:
+        return Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": fix.group(1)}}])
+    if fix is not None:
+        return Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 1}}])
+    if "notebook" in low and "read_notebook" in offered:
+        return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
     if any(w in low for w in ("long", "essay", "story")):
         return Reply.text(LONG_ANSWER)
     if any(w in low for w in ("plot", "chart", "histogram")):

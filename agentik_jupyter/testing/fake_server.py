@@ -87,6 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
                 fake._respond(self, request, fake._next_reply(request))
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True
+            fake._hung_up(request)
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -137,6 +138,7 @@ class FakeLLMServer:
         self._queue: deque[Reply] = deque(replies)
         self._responder: Responder = responder or echo_responder
         self._requests: list[RecordedRequest] = []
+        self._hangups: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = 0
         self._stopping = threading.Event()
@@ -223,6 +225,12 @@ class FakeLLMServer:
             return list(self._requests)
 
     @property
+    def hangups(self) -> list[RecordedRequest]:
+        """Requests whose client closed the connection before the reply was written."""
+        with self._lock:
+            return list(self._hangups)
+
+    @property
     def last_request(self) -> RecordedRequest | None:
         with self._lock:
             return self._requests[-1] if self._requests else None
@@ -238,6 +246,10 @@ class FakeLLMServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def _hung_up(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._hangups.append(request)
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         with self._lock:

@@ -142,7 +142,7 @@ class TurnView:
                 continue
             self._baseline.add(m.id)
             if m.role == "user" and not self.started:
-                if m.content == self.question:
+                if m.content == self.question or m.content.startswith(self.question + "\n\n"):  # + @mentions
                     self.attach()
                 elif self.armed:
                     self.armed = False

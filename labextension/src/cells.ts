@@ -9,6 +9,8 @@
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
+import { forEachNotebookKernel } from './kernels';
+
 export const CELLS_TARGET = 'agentik.cells';
 export const ACK_TARGET = 'agentik.cells.ack';
 
@@ -61,21 +63,7 @@ function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
   });
 }
 
-/** Listen on every notebook's kernel, including kernels it switches to later. */
+/** Insert proposed cells in every notebook, on its kernel and any kernel it switches to later. */
 export function followNotebookKernels(notebooks: INotebookTracker): void {
-  const seen = new WeakSet<Kernel.IKernelConnection>();
-  const attach = (panel: NotebookPanel): void => {
-    const kernel = panel.sessionContext.session?.kernel;
-    if (kernel && !seen.has(kernel)) {
-      seen.add(kernel);
-      listen(panel, kernel);
-    }
-  };
-  const follow = (panel: NotebookPanel): void => {
-    panel.sessionContext.kernelChanged.connect(() => attach(panel));
-    void panel.sessionContext.ready.then(() => attach(panel));
-    attach(panel);
-  };
-  notebooks.widgetAdded.connect((_, panel) => follow(panel));
-  notebooks.forEach(follow);
+  forEachNotebookKernel(notebooks, listen);
 }

@@ -7,6 +7,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { followNotebookKernels } from './cells';
+import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
@@ -22,7 +23,8 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null
   ) => {
     const sidebar = new SessionsSidebar(rendermime);
-    const follow = (panel: NotebookPanel | null): void => sidebar.setNotebook(panel?.context.localPath ?? null);
+    const follow = (panel: NotebookPanel | null): void =>
+      sidebar.setNotebook(panel?.context.localPath ?? null, () => panel?.sessionContext.session?.kernel);
     const followCurrent = (): void => follow(notebooks.currentWidget);
     notebooks.currentChanged.connect((_, panel) => {
       follow(panel);
@@ -42,4 +44,15 @@ const cellsPlugin: JupyterFrontEndPlugin<void> = {
   activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => followNotebookKernels(notebooks)
 };
 
-export default [sessionsPlugin, cellsPlugin];
+const notebookPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'agentik-jupyter:notebook',
+  description: 'The live notebook for the agent, its edits as diffs to accept or reject, and "Fix with agent" on errors.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => {
+    serveNotebooks(notebooks);
+    offerFixes();
+  }
+};
+
+export default [sessionsPlugin, cellsPlugin, notebookPlugin];

@@ -1,23 +1,32 @@
 /**
- * The "Agent sessions" sidebar: the saved sessions of the current notebook and,
- * for the one clicked, its history, newest page first, with "Load earlier".
+ * The "Agent sessions" sidebar: the saved sessions of the current notebook, kept live by
+ * the server's events stream (sessions appear, rename and disappear while kernels work),
+ * each with Rename, Delete (confirmed) and Continue here (`%agent resume ID` in the
+ * notebook's kernel); for the one clicked, its history, newest page first, with "Show older".
  */
+import { Kernel } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import {
+  deleteSession,
   fetchHistory,
+  followSessionEvents,
   HistoryRecord,
   IHistoryEntry,
+  ISessionEvent,
   ISessionInfo,
   IToolCall,
   IToolEntry,
-  listSessions,
+  listSessionsPage,
+  renameSession,
   TranscriptEntry
 } from './api';
 import { el, RenderContext, renderEntries } from './renderer';
 
 const PAGE_SIZE = 50;
+const LIST_PAGE_SIZE = 100;
+const REFRESH_DELAY_MS = 100;
 const PREVIEW_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'text/html'];
 
 export const agentIcon = new LabIcon({
@@ -111,13 +120,24 @@ function button(label: string, className: string, onClick: () => void): HTMLButt
   return node;
 }
 
+/** The notebook's kernel, when it has one (read at click time: kernels restart and change). */
+export type KernelGetter = () => Kernel.IKernelConnection | null | undefined;
+
 export class SessionsSidebar extends Widget {
   private notebookPath: string | null = null;
+  private kernel: KernelGetter = () => null;
   private session: ISessionInfo | null = null;
   private before: number | null = null;
+  private shown = LIST_PAGE_SIZE;
   private stale = true;
   private generation = 0;
+  private unfollow: (() => void) | null = null;
+  private followed: string | null = null;
+  private refreshTimer = 0;
+  private history: HTMLElement | null = null;
+  private heading: HTMLElement | null = null;
   private readonly where = el('div', 'agentik-sidebar-notebook');
+  private readonly note = el('div', 'agentik-sidebar-note');
   private readonly body = el('div', 'agentik-sidebar-body');
 
   constructor(private readonly ctx: RenderContext) {
@@ -130,20 +150,30 @@ export class SessionsSidebar extends Widget {
     const refresh = button('↻', 'agentik-refresh', () => void this.refresh());
     refresh.title = 'Refresh';
     header.append(el('h2', '', 'Agent sessions'), refresh);
-    this.node.append(header, this.where, this.body);
+    this.note.hidden = true;
+    this.node.append(header, this.where, this.note, this.body);
   }
 
-  /** Follow the notebook in the current notebook panel (null: none open). */
-  setNotebook(path: string | null): void {
+  /** Follow the notebook in the current notebook panel (null: none open) and its kernel. */
+  setNotebook(path: string | null, kernel?: KernelGetter): void {
+    this.kernel = kernel ?? (() => null);
     if (path === this.notebookPath) {
       return;
     }
     this.notebookPath = path;
     this.session = null;
+    this.shown = LIST_PAGE_SIZE;
     this.stale = true;
+    this.stopFollowing();
+    this.say(null);
     if (this.isVisible) {
       void this.refresh();
     }
+  }
+
+  dispose(): void {
+    this.stopFollowing();
+    super.dispose();
   }
 
   protected onAfterShow(): void {
@@ -163,7 +193,13 @@ export class SessionsSidebar extends Widget {
     }
   }
 
+  private say(text: string | null): void {
+    this.note.textContent = text ?? '';
+    this.note.hidden = !text;
+  }
+
   private message(text: string, className = 'agentik-empty'): void {
+    this.history = null;
     this.body.replaceChildren(el('p', className, text));
   }
 
@@ -180,33 +216,173 @@ export class SessionsSidebar extends Widget {
     }
   }
 
+  // ---- live events ----
+
+  private follow(path: string, position: number): void {
+    if (this.followed === path) {
+      return;
+    }
+    this.stopFollowing();
+    this.followed = path;
+    this.unfollow = followSessionEvents(path, position, event => this.onEvent(path, event));
+  }
+
+  private stopFollowing(): void {
+    this.unfollow?.();
+    this.unfollow = null;
+    this.followed = null;
+    window.clearTimeout(this.refreshTimer);
+  }
+
+  private onEvent(path: string, event: ISessionEvent): void {
+    if (path !== this.notebookPath) {
+      return;
+    }
+    const open = this.session;
+    if (!open) {
+      this.later(() => this.showSessions());
+      return;
+    }
+    if (event.session_id !== open.id) {
+      return;
+    }
+    if (event.type === 'deleted') {
+      this.session = null;
+      this.say(`“${open.title || 'Untitled session'}” was deleted.`);
+      void this.showSessions();
+    } else if (event.type === 'renamed' && this.heading) {
+      open.title = event.title ?? null;
+      this.heading.textContent = open.title || 'Untitled session';
+    } else if (event.type === 'message') {
+      this.later(() => this.refreshTail());
+    }
+  }
+
+  /** Coalesce a burst of events (a streamed turn writes several rows) into one reload. */
+  private later(reload: () => Promise<void>): void {
+    window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => void reload(), REFRESH_DELAY_MS);
+  }
+
+  // ---- the session list ----
+
   private async showSessions(): Promise<void> {
     const path = this.notebookPath;
+    this.history = null;
+    this.heading = null;
     if (!path) {
       this.message('Open a notebook to see its agent sessions.');
       return;
     }
-    const sessions = await this.load(() => listSessions(path));
-    if (sessions === null) {
+    const page = await this.load(() => listSessionsPage(path, 0, this.shown));
+    if (page === null || this.session) {
       return;
     }
-    if (!sessions.length) {
+    this.follow(path, page.position);
+    if (!page.sessions.length) {
       this.message('No saved sessions for this notebook yet: ask in a %%agent cell.');
       return;
     }
     const list = el('ul', 'agentik-session-list');
-    for (const session of sessions) {
-      const item = el('li');
-      const open = button('', 'agentik-session', () => void this.openSession(session));
-      open.append(
-        el('span', 'agentik-session-title', session.title || 'Untitled session'),
-        el('span', 'agentik-session-meta', `${session.message_count} messages · ${when(session.updated_at)}`)
-      );
-      item.appendChild(open);
-      list.appendChild(item);
+    for (const session of page.sessions) {
+      list.appendChild(this.row(path, session));
     }
-    this.body.replaceChildren(list);
+    const nodes: HTMLElement[] = [list];
+    if (page.total > page.sessions.length) {
+      nodes.push(
+        button(`Show more sessions (${page.total - page.sessions.length} more)`, 'agentik-more-sessions', () => {
+          this.shown += LIST_PAGE_SIZE;
+          void this.showSessions();
+        })
+      );
+    }
+    this.body.replaceChildren(...nodes);
   }
+
+  private row(path: string, session: ISessionInfo): HTMLElement {
+    const item = el('li', 'agentik-session-row');
+    item.dataset.sessionId = session.id;
+    const label = session.title || 'Untitled session';
+    const open = button('', 'agentik-session', () => void this.openSession(session));
+    open.append(
+      el('span', 'agentik-session-title', label),
+      el('span', 'agentik-session-meta', `${session.message_count} messages · ${when(session.updated_at)}`)
+    );
+    const actions = el('div', 'agentik-session-actions');
+    const rename = button('Rename', 'agentik-rename', () => this.startRename(path, session, item));
+    const remove = button('Delete', 'agentik-delete', () => this.confirmDelete(path, session, item));
+    const resume = button('Continue here', 'agentik-continue', () => void this.continueHere(session));
+    rename.title = `Rename “${label}”`;
+    remove.title = `Delete “${label}” and its messages`;
+    resume.title = 'Continue this session in this notebook (%agent resume)';
+    actions.append(rename, remove, resume);
+    item.append(open, actions);
+    return item;
+  }
+
+  private startRename(path: string, session: ISessionInfo, item: HTMLElement): void {
+    const form = el('form', 'agentik-rename-form') as HTMLFormElement;
+    const input = document.createElement('input');
+    input.className = 'jp-mod-styled agentik-rename-input';
+    input.value = session.title ?? '';
+    input.setAttribute('aria-label', 'New session title');
+    const save = button('Save', 'agentik-rename-save', () => form.requestSubmit());
+    const cancel = button('Cancel', 'agentik-rename-cancel', () => void this.showSessions());
+    save.type = 'submit';
+    form.append(input, save, cancel);
+    form.addEventListener('submit', event => {
+      event.preventDefault();
+      void this.act(() => renameSession(path, session.id, input.value));
+    });
+    input.addEventListener('keydown', event => {
+      if (event.key === 'Escape') {
+        void this.showSessions();
+      }
+    });
+    item.replaceChildren(form);
+    input.focus();
+    input.select();
+  }
+
+  private confirmDelete(path: string, session: ISessionInfo, item: HTMLElement): void {
+    const box = el('div', 'agentik-confirm');
+    box.append(
+      el('span', 'agentik-confirm-text', `Delete “${session.title || 'Untitled session'}” and its messages?`),
+      button('Delete session', 'agentik-confirm-delete jp-mod-warn', () =>
+        void this.act(() => deleteSession(path, session.id))
+      ),
+      button('Cancel', 'agentik-confirm-cancel', () => void this.showSessions())
+    );
+    item.replaceChildren(box);
+  }
+
+  private async act(change: () => Promise<unknown>): Promise<void> {
+    try {
+      await change();
+      this.say(null);
+    } catch (error) {
+      this.say(`Could not change the session: ${(error as Error).message}`);
+    }
+    await this.showSessions();
+  }
+
+  private async continueHere(session: ISessionInfo): Promise<void> {
+    const kernel = this.kernel();
+    const label = session.title || 'Untitled session';
+    if (!kernel) {
+      this.say('This notebook has no running kernel: start one, then continue the session.');
+      return;
+    }
+    const future = kernel.requestExecute({
+      code: `%agent resume ${session.id}`,
+      silent: false,
+      store_history: false
+    });
+    await future.done;
+    this.say(`The next %%agent cell continues “${label}”.`);
+  }
+
+  // ---- one session's history ----
 
   private async openSession(session: ISessionInfo): Promise<void> {
     const path = this.notebookPath;
@@ -222,12 +398,14 @@ export class SessionsSidebar extends Widget {
       this.session = null;
       void this.showSessions();
     });
-    const earlier = button('Load earlier', 'agentik-load-earlier', () => void this.loadEarlier(earlier, history));
+    const older = button('Show older', 'agentik-load-earlier', () => void this.loadEarlier(older, history));
     const history = el('div', 'jp-AgentikTranscript agentik-history');
     const nav = el('div', 'agentik-session-nav');
-    nav.append(back, el('h3', 'agentik-session-heading', session.title || 'Untitled session'));
-    this.body.replaceChildren(nav, earlier, history);
-    await this.addPage(history, page.entries, page.next_before_seq, earlier);
+    this.heading = el('h3', 'agentik-session-heading', page.session?.title || session.title || 'Untitled session');
+    nav.append(back, this.heading);
+    this.body.replaceChildren(nav, older, history);
+    this.history = history;
+    await this.addPage(history, page.entries, page.next_before_seq, older);
     history.lastElementChild?.scrollIntoView({ block: 'end' });
   }
 
@@ -246,6 +424,38 @@ export class SessionsSidebar extends Widget {
     }
   }
 
+  /** New rows of the open session: redraw its last turn (it may have grown) and add the rest. */
+  private async refreshTail(): Promise<void> {
+    const path = this.notebookPath;
+    const history = this.history;
+    const session = this.session;
+    if (!path || !history || !session) {
+      return;
+    }
+    const last = history.lastElementChild as HTMLElement | null;
+    const from = last ? Number(last.dataset.firstSeq) - 1 : 0;
+    const page = await fetchHistory(path, session.id, PAGE_SIZE, null, from).catch(() => null);
+    if (!page || history !== this.history || !page.entries.length) {
+      return;
+    }
+    last?.remove();
+    history.append(...(await this.turnNodes(page.entries)));
+    history.lastElementChild?.scrollIntoView({ block: 'end' });
+  }
+
+  private async turnNodes(page: IHistoryEntry[]): Promise<HTMLElement[]> {
+    const nodes: HTMLElement[] = [];
+    for (const turn of turns(page)) {
+      const node = el('div', 'agentik-turn');
+      node.dataset.turnId = turn[0].turn_id;
+      node.dataset.firstSeq = String(turn[0].seq);
+      node.appendChild(el('div', 'agentik-turn-time', when(turn[0].created_at)));
+      node.append(...(await renderEntries(historyEntries(turn.map(e => e.record)), this.ctx)));
+      nodes.push(node);
+    }
+    return nodes;
+  }
+
   /** Put a page above what is shown (pages arrive newest first, each oldest first). */
   private async addPage(
     history: HTMLElement,
@@ -253,15 +463,7 @@ export class SessionsSidebar extends Widget {
     before: number | null,
     earlier: HTMLButtonElement
   ): Promise<void> {
-    const nodes: HTMLElement[] = [];
-    for (const turn of turns(page)) {
-      const node = el('div', 'agentik-turn');
-      node.dataset.turnId = turn[0].turn_id;
-      node.appendChild(el('div', 'agentik-turn-time', when(turn[0].created_at)));
-      node.append(...(await renderEntries(historyEntries(turn.map(e => e.record)), this.ctx)));
-      nodes.push(node);
-    }
-    history.prepend(...nodes);
+    history.prepend(...(await this.turnNodes(page)));
     this.before = before;
     earlier.hidden = before === null;
   }

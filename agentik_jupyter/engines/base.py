@@ -1,0 +1,161 @@
+"""What every engine adapter provides, and the bounded runner that executes its work.
+
+Why a worker thread: the built-in data tools run on the kernel's main thread (DESIGN.md),
+and an engine call (a Spark action, `dask.compute`, a DuckDB query, a Polars collect)
+blocks in native code where neither a deadline nor Stop can reach it. So each engine call
+runs in a short-lived daemon thread while the calling thread waits on an Event in
+POLL_S slices. Reaching the deadline, or any exception raised in the waiting thread
+(KeyboardInterrupt from a kernel interrupt, i.e. Stop, or the kernel's own signal-based
+time budget), cancels the work *through the engine* — Spark `cancelJobGroup`, a Dask
+callback that stops the local scheduler or `Client.cancel` on distributed futures, DuckDB
+`interrupt()`, Polars `InProcessQuery.cancel()` — so no CPU keeps burning and no data
+keeps arriving after the tool has answered. The thread is given CANCEL_GRACE_S to wind
+down; it is a daemon and holds no user state, so the rare engine that ignores cancel is
+abandoned rather than waited on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Protocol, TypeVar
+
+from .limits import CANCEL_GRACE_S, POLL_S
+
+T = TypeVar("T")
+
+
+class OverBudget(Exception):
+    """The engine's work did not finish before its deadline and was cancelled."""
+
+
+@dataclass
+class Job(Generic[T]):
+    """One engine call: `run` does it (in the worker thread), `cancel` stops it from another thread."""
+
+    run: Callable[[], T]
+    cancel: Callable[[], None] = lambda: None
+
+
+@dataclass
+class ColumnStats:
+    nulls: int | None = None
+    min: Any = None
+    max: Any = None
+    mean: float | None = None
+    distinct: int | None = None
+
+
+@dataclass
+class StatsResult:
+    """Statistics over `rows` rows; `sample_how` says which rows when they are a sample."""
+
+    rows: int
+    columns: dict[str, ColumnStats]
+    sample_how: str = ""
+    estimated_total: int | None = None
+    covers_all: bool = False
+
+
+@dataclass
+class Head:
+    names: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+@dataclass
+class Summary:
+    """Everything the text is rendered from; engines fill it, describe.py orchestrates."""
+
+    label: str
+    name: str
+    schema: list[tuple[str, str]]
+    layout: str = ""
+    rows: int | None = None
+    rows_exact: bool = False
+    rows_note: str = ""
+    profiled: list[str] = field(default_factory=list)
+    stats: StatsResult | None = None
+    stats_note: str = ""
+    head: Head | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Engine(Protocol):
+    """An adapter around one lazy or distributed frame; every method is metadata or a Job."""
+
+    label: str
+
+    def schema(self) -> list[tuple[str, str]]: ...
+
+    def layout(self) -> str: ...
+
+    def cheap_rows(self) -> int | None: ...
+
+    def head(self, n: int) -> Job[Head]: ...
+
+    def count(self) -> Job[int]: ...
+
+    def full_stats(self, columns: list[str]) -> Job[StatsResult]: ...
+
+    def sample_stats(self, columns: list[str], total_rows: int | None) -> Job[StatsResult]: ...
+
+
+_running: set[Callable[[], None]] = set()
+_running_lock = threading.Lock()
+
+
+def cancel_running() -> int:
+    """Cancel every engine call in flight (for a Stop arriving from another thread); returns how many."""
+    with _running_lock:
+        cancels = list(_running)
+    for cancel in cancels:
+        _cancel_quietly(cancel)
+    return len(cancels)
+
+
+def _cancel_quietly(cancel: Callable[[], None]) -> None:
+    try:
+        cancel()
+    except Exception:
+        pass
+
+
+def run_bounded(job: Job[T], deadline: float) -> T:
+    """Run `job` until the monotonic `deadline`; cancel it through the engine on timeout or interrupt."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = job.run()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    if deadline - time.monotonic() <= 0:
+        raise OverBudget("no time left")
+    with _running_lock:
+        _running.add(job.cancel)
+    try:
+        threading.Thread(target=target, name="agentik-engine", daemon=True).start()
+        try:
+            while not done.wait(min(POLL_S, max(deadline - time.monotonic(), 0.0))):
+                if time.monotonic() >= deadline:
+                    break
+        except BaseException:
+            _cancel_quietly(job.cancel)
+            done.wait(CANCEL_GRACE_S)
+            raise
+        if not done.is_set():
+            _cancel_quietly(job.cancel)
+            done.wait(CANCEL_GRACE_S)
+            raise OverBudget("cancelled at the deadline")
+    finally:
+        with _running_lock:
+            _running.discard(job.cancel)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

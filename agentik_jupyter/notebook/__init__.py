@@ -1,0 +1,1 @@
+"""The agent on the notebook itself: read its cells, export what the agent did, mentions, project instructions."""

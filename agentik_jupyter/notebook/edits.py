@@ -1,0 +1,128 @@
+"""Edits to existing cells as proposals the user accepts or rejects, never silent rewrites.
+
+`edit_cell` / `delete_cell` send the change to the notebook extension, which shows it
+on the cell as a diff with Accept, Reject and "Accept and run"; nothing changes until
+Accept. Read before write: the model may only edit a cell it has read (with
+read_notebook) and only while the cell still holds what it read; the extension checks
+the live source and refuses a stale edit. The `.ipynb` on disk is never written.
+Without the extension the diff is shown in the tool card and the user applies it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import ToolOutput
+from .document import NotebookDoc, summarize_output
+from .frontend import NoFrontend, frontend
+
+DIFF_CONTEXT_LINES = 3
+DIFF_TEXT_CHARS = 6_000
+
+OUTCOMES = {
+    "accepted": "The user accepted the edit: cell {id} now holds the new source (not run).",
+    "accepted_and_run": "The user accepted the edit; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
+    "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
+    "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
+    "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
+}
+
+
+@dataclass
+class ReadLedger:
+    """The source of each cell as the model last read it: the version an edit must start from."""
+
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def record(self, doc: NotebookDoc, only: str | None = None) -> None:
+        for cell in doc.cells:
+            if only is None or cell.id == only:
+                self.sources[cell.id] = cell.source
+
+
+def unified_diff(old: str, new: str, cell_id: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), f"cell {cell_id} (now)", f"cell {cell_id} (proposed)",
+        n=DIFF_CONTEXT_LINES, lineterm="",
+    )
+    text = "\n".join(lines)
+    return text if len(text) <= DIFF_TEXT_CHARS else text[:DIFF_TEXT_CHARS] + "\n… [diff cut]"
+
+
+def diff_html(diff: str) -> str:
+    """The diff for the tool card: added lines green, removed red, escaped."""
+    rows = []
+    for line in diff.splitlines():
+        colour = "#e6ffec" if line.startswith("+") else "#ffebe9" if line.startswith("-") else "transparent"
+        rows.append(f'<div style="background:{colour}">{html.escape(line) or "&nbsp;"}</div>')
+    return ('<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
+            + "".join(rows) + "</div>")
+
+
+def _display(diff: str) -> dict[str, str]:
+    return {"text/plain": diff, "text/html": diff_html(diff)}
+
+
+def _in_request() -> bool:
+    """Whether the asking cell still executes (`--wait`): a cell run it asks for waits for it."""
+    from ..kernel.cells import ANCHOR
+
+    anchor = ANCHOR.get()
+    return anchor is not None and anchor.in_request
+
+
+def _ran(cell_id: str, reply: dict[str, Any]) -> str:
+    """What the accepted cell did when it ran: the evidence the model verifies its fix with."""
+    outputs = reply.get("outputs") if isinstance(reply.get("outputs"), list) else []
+    lines = [summarize_output(o) for o in outputs if isinstance(o, dict)]
+    failed = any(isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
+    verdict = "it still fails" if failed else "it ran without an error"
+    shown = "\n".join(f"  -> {line}" for line in lines) if lines else "  (no output)"
+    return f"The user accepted the edit and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
+
+
+async def propose_change(
+    ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None
+) -> ToolOutput:
+    """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome."""
+    old = ledger.sources.get(cell_id)
+    if old is None:
+        raise LookupError(f"read cell {cell_id!r} with read_notebook before proposing a change to it")
+    action = "delete_cell" if new_source is None else "edit_cell"
+    new = "" if new_source is None else new_source
+    if new_source is not None and new.rstrip() == old.rstrip():
+        raise ValueError(f"the proposed source is the same as cell {cell_id!r}'s current source")
+    diff = unified_diff(old, new, cell_id)
+    try:
+        reply = await frontend.ask(action, decision_timeout, cell_id=cell_id, expected_source=old, new_source=new,
+                                   in_request=_in_request())
+    except NoFrontend:
+        how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
+        return ToolOutput(
+            text=(f"Not applied: this frontend has no agentik notebook extension, so the change to cell {cell_id} "
+                  f"is shown to the user as a diff in the tool card; they can {how} by hand. Diff:\n{diff}"),
+            display=_display(diff),
+        )
+    except TimeoutError:
+        return ToolOutput(text=f"The user did not decide on the change to cell {cell_id} in time; it was not applied.",
+                          display=_display(diff))
+    status = str(reply.get("status"))
+    if status == "accepted_and_run" and not reply.get("queued"):
+        ledger.sources[cell_id] = new
+        return ToolOutput(text=_ran(cell_id, reply), display=_display(diff))
+    if status in ("accepted", "accepted_and_run"):
+        if new_source is None:
+            ledger.sources.pop(cell_id, None)
+            return ToolOutput(text=f"The user accepted: cell {cell_id} was deleted.", display=_display(diff))
+        ledger.sources[cell_id] = new
+    elif status == "stale":
+        ledger.sources.pop(cell_id, None)
+    if status == "error":
+        raise RuntimeError(f"the notebook could not show the change: {reply.get('message', 'unknown error')}")
+    template = OUTCOMES.get(status)
+    if template is None:
+        raise RuntimeError(f"the notebook extension answered with an unknown status {status!r}")
+    return ToolOutput(text=template.format(id=cell_id), display=_display(diff))

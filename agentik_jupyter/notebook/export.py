@@ -1,0 +1,153 @@
+"""`%agent export`: the code the agent ran in a session, as a new notebook that runs without it.
+
+An analysis done through the agent lives in the audit log; exporting it keeps the
+work reproducible. Each `run_code` that the user approved and that finished
+without an error becomes a code cell, in order, under a Markdown cell quoting the
+question that led to it. Denied and failed runs are counted, not exported. The
+notebook the user works in is never written: the export is a new file beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..persistence import AuditEntry
+from ..types import AssistantMessage, ToolCall, ToolCallRecord, ToolResultRecord, UserMessage
+
+EXPORTED_TOOL = "run_code"
+PAGE = 500
+QUESTION_CHARS = 500
+
+
+@dataclass
+class Export:
+    """The cells of an export and what was left out of it."""
+
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    code_cells: int = 0
+    skipped: int = 0
+
+
+def _markdown(text: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def _code(source: str) -> dict[str, Any]:
+    return {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+
+
+def _quote(question: str) -> str:
+    text = question.strip()
+    if len(text) > QUESTION_CHARS:
+        text = text[:QUESTION_CHARS] + " …"
+    return "\n".join("> " + line for line in text.splitlines() or [""])
+
+
+def build_export(entries: list[AuditEntry], title: str) -> Export:
+    """Cells for every successful `run_code` of the audit log, each turn under its question."""
+    calls: dict[str, ToolCall] = {}
+    questions: dict[str, str] = {}
+    runs: list[tuple[str, str]] = []
+    export = Export()
+    for entry in entries:
+        record = entry.record
+        if isinstance(record, UserMessage):
+            questions[entry.turn_id] = record.content
+        elif isinstance(record, AssistantMessage):
+            calls.update({c.id: c for c in record.tool_calls or []})
+        elif isinstance(record, ToolCallRecord):
+            calls[record.call.id] = record.call
+        elif isinstance(record, ToolResultRecord) and record.result.name == EXPORTED_TOOL:
+            call = calls.get(record.result.tool_call_id)
+            code = (call.args.get("code") if call is not None else None) or ""
+            if record.result.error is None and isinstance(code, str) and code.strip():
+                runs.append((entry.turn_id, code.rstrip()))
+            else:
+                export.skipped += 1
+    export.cells.append(_markdown(f"# {title}\n\nThe code the agent ran in this session, in order "
+                                  "(exported by `%agent export`)."))
+    shown_turn: str | None = None
+    for turn_id, code in runs:
+        if turn_id != shown_turn and turn_id in questions:
+            export.cells.append(_markdown(_quote(questions[turn_id])))
+            shown_turn = turn_id
+        export.cells.append(_code(code))
+        export.code_cells += 1
+    return export
+
+
+def export_path(notebook: Path | None, requested: str | None, cwd: Path) -> Path:
+    """Where to write: the path asked for, or `<stem>.agentik-export.ipynb` beside the notebook,
+    numbered so that no existing file (the notebook least of all) is overwritten."""
+    if requested:
+        path = Path(requested).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        if path.suffix != ".ipynb":
+            path = path.with_suffix(".ipynb")
+        if path.exists():
+            raise FileExistsError(f"{path} exists; choose another name (the export never overwrites a file)")
+        return path
+    stem = notebook.stem if notebook is not None else "session"
+    folder = notebook.parent if notebook is not None else cwd
+    path = folder / f"{stem}.agentik-export.ipynb"
+    n = 2
+    while path.exists():
+        path = folder / f"{stem}.agentik-export-{n}.ipynb"
+        n += 1
+    return path
+
+
+def write_notebook(path: Path, cells: list[dict[str, Any]]) -> None:
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 4,
+    }
+    with open(path, "x", encoding="utf-8") as f:
+        json.dump(nb, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+async def all_entries(db: Any, conversation_id: str) -> list[AuditEntry]:
+    """The whole audit log of one conversation, oldest first, read page by page."""
+    pages: list[list[AuditEntry]] = []
+    before: int | None = None
+    while True:
+        page = await db.audit_log(conversation_id, PAGE, before)
+        pages.append(page.entries)
+        if page.next_before_seq is None or not page.entries:
+            break
+        before = page.next_before_seq
+    return [e for page in reversed(pages) for e in page]
+
+
+async def export_command(agent: Any, args: list[str]) -> None:
+    """`%agent export [PATH]`: the current (or latest) session's code as a new notebook."""
+    db = await agent.open_db()
+    session = agent.session
+    conversation_id = session.conversation_id if session is not None and not session.temporary else None
+    if not conversation_id:
+        latest = await db.latest_conversation()
+        conversation_id = latest.id if latest is not None else None
+    if not conversation_id:
+        print("agentik: no saved session to export yet.")
+        return
+    info = await db.get_conversation(conversation_id)
+    export = build_export(await all_entries(db, conversation_id), info.title or f"Agent session {conversation_id}")
+    if export.code_cells == 0:
+        print(f"agentik: session {conversation_id} ran no code to export"
+              + (f" ({export.skipped} denied or failed run(s))." if export.skipped else "."))
+        return
+    try:
+        path = export_path(agent.location.notebook_path, args[0] if args else None, Path.cwd())
+        await asyncio.to_thread(write_notebook, path, export.cells)
+    except (OSError, FileExistsError) as exc:
+        print(f"agentik: export failed: {exc}")
+        return
+    note = f"; left out {export.skipped} denied or failed run(s)" if export.skipped else ""
+    print(f"agentik: exported {export.code_cells} code cell(s) of session {conversation_id} to {path}{note}.")

@@ -1,0 +1,72 @@
+"""`@name` in a question attaches that variable's bounded description to the message.
+
+The model would otherwise spend a tool call (and a round trip) to look at the data
+the user is pointing at. The description is the one `inspect_variable` gives
+(a DataFrame profile, an array summary, a bounded repr), so the same limits and
+refusals apply; names that are not user variables (an e-mail address, a
+decorator in pasted code) are left as they are.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any, Awaitable, Callable
+
+from ..registry import ToolRegistry
+from ..types import ToolOutput
+
+MAX_MENTIONS = 5
+MENTION_BUDGET_CHARS = 6_000
+MENTION = re.compile(r"(?<![\w@.])@([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+HEADER = "Attached by @mention (the variables' current state in the kernel):"
+
+Describe = Callable[[str], Awaitable[str]]
+
+
+def mentioned_names(text: str, is_known: Callable[[str], bool]) -> list[str]:
+    """Distinct mentioned names, in order of first mention, that name a user variable."""
+    seen: list[str] = []
+    for match in MENTION.finditer(text):
+        name = match.group(1)
+        if name not in seen and is_known(name.split(".", 1)[0]):
+            seen.append(name)
+    return seen
+
+
+async def attach_mentions(text: str, names: list[str], describe: Describe) -> str:
+    """`text` with a section describing each mentioned variable, within MENTION_BUDGET_CHARS."""
+    if not names:
+        return text
+    shown = names[:MAX_MENTIONS]
+    share = MENTION_BUDGET_CHARS // len(shown)
+    blocks = []
+    for name in shown:
+        try:
+            body = await describe(name)
+        except Exception as exc:  # a refused or failing look is reported, never raised
+            body = f"could not be read: {exc}"
+        if len(body) > share:
+            body = body[:share] + f"\n… [{len(body) - share} more chars: use inspect_variable({name!r})]"
+        blocks.append(f"### @{name}\n{body}")
+    if len(names) > len(shown):
+        blocks.append(f"({len(names) - len(shown)} more mention(s) not attached; use inspect_variable)")
+    return f"{text}\n\n{HEADER}\n\n" + "\n\n".join(blocks)
+
+
+async def expand_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
+    """The question as the model gets it: with the `@name` variables of this shell attached,
+    described by the registry's `inspect_variable` (so its limits and refusals apply)."""
+    tool = registry.get("inspect_variable")
+    if "@" not in text or tool is None:
+        return text
+    user_ns, hidden = shell.user_ns, getattr(shell, "user_ns_hidden", {})
+    names = mentioned_names(text, lambda n: n in user_ns and n not in hidden and not n.startswith("_"))
+
+    async def describe(name: str) -> str:
+        result = tool.execute(name=name)
+        if inspect.isawaitable(result):
+            result = await result
+        return result.text if isinstance(result, ToolOutput) else str(result)
+
+    return await attach_mentions(text, names, describe)

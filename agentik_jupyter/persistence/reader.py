@@ -1,0 +1,184 @@
+"""The sessions file as the server reads it: read-only, never migrated, paged.
+
+Every call opens the file read-only (``readonly.read_only``), reads one snapshot and closes
+it, so GET routes never write, never take the write lock kernels need, and work on a file
+the server may not write. A file from before the change log (schema < 3) is still listed
+and paged; it simply has no events until a kernel opens (and migrates) it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ..types import PersistedMessage
+from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
+from .models import AuditEntry, AuditPage, ConversationInfo
+from .readonly import exists_with_data, read_only
+from .schema import CURRENT_VERSION
+
+PAGE_SIZE = 100
+MAX_PAGE_SIZE = 500
+EVENTS_PER_READ = 200
+CHANGE_LOG_VERSION = 3
+
+_RECORD = TypeAdapter(PersistedMessage)
+_CONVERSATIONS = """
+    SELECT c.id, c.title, c.is_temporal, c.created_at, c.updated_at,
+           (SELECT count(*) FROM message m
+             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant'))
+    FROM conversation c
+"""
+
+
+def _info(row: tuple[Any, ...]) -> ConversationInfo:
+    return ConversationInfo(
+        id=row[0], title=row[1], is_temporal=bool(row[2]), created_at=row[3], updated_at=row[4], message_count=row[5]
+    )
+
+
+def _entry(row: tuple[Any, ...]) -> AuditEntry:
+    seq, turn, created, payload = row
+    return AuditEntry(seq=seq, turn_id=turn, created_at=created, record=_RECORD.validate_json(payload))
+
+
+def _version(conn: sqlite3.Connection, path: Path) -> int:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > CURRENT_VERSION:
+        raise SchemaVersionError(path, version, CURRENT_VERSION)
+    if version == 0:
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise NotASessionDBError(path, "it has tables but no agentik schema version")
+    return version
+
+
+def _position(conn: sqlite3.Connection, version: int) -> int:
+    if version < CHANGE_LOG_VERSION:
+        return 0
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'change_log'").fetchone()
+    return int(row[0]) if row else 0
+
+
+class SessionReader:
+    """Read-only queries on one sessions file; a missing or empty file reads as no sessions."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def _read(self, body: Any, empty: Any) -> Any:
+        if not exists_with_data(self.path):
+            return empty
+
+        def run(conn: sqlite3.Connection) -> Any:
+            version = _version(conn, self.path)
+            return empty if version == 0 else body(conn, version)
+
+        return read_only(self.path, run)
+
+    def list_conversations(self, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[list[ConversationInfo], int]:
+        """One page of sessions, most recently updated first, and the change position they reflect."""
+
+        def body(conn: sqlite3.Connection, version: int) -> tuple[list[ConversationInfo], int]:
+            rows = conn.execute(
+                _CONVERSATIONS + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+            return [_info(r) for r in rows], _position(conn, version)
+
+        return self._read(body, ([], 0))
+
+    def count_conversations(self) -> int:
+        return self._read(
+            lambda conn, _v: conn.execute("SELECT count(*) FROM conversation WHERE is_temporal = 0").fetchone()[0], 0
+        )
+
+    def get_conversation(self, conversation_id: str) -> ConversationInfo:
+        def body(conn: sqlite3.Connection, _version: int) -> ConversationInfo | None:
+            row = conn.execute(_CONVERSATIONS + " WHERE c.id = ?", (conversation_id,)).fetchone()
+            return _info(row) if row else None
+
+        info = self._read(body, None)
+        if info is None:
+            raise ConversationNotFoundError(conversation_id, self.path)
+        return info
+
+    def audit_log(
+        self, conversation_id: str, limit: int = PAGE_SIZE, *, before_seq: int | None = None,
+        after_seq: int | None = None,
+    ) -> AuditPage:
+        """A page of one session's audit log, oldest first.
+
+        ``after_seq`` reads forward (the rows after it; ``next_after_seq`` continues);
+        otherwise the newest ``limit`` rows before ``before_seq`` (``next_before_seq`` pages back).
+        """
+        if limit <= 0:
+            raise ValueError("limit must be positive")
+
+        def body(conn: sqlite3.Connection, _version: int) -> AuditPage | None:
+            if conn.execute("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)).fetchone() is None:
+                return None
+            select = "SELECT seq, turn_id, created_at, payload_json FROM message WHERE conversation_id = ?"
+            if after_seq is not None:
+                rows = conn.execute(
+                    select + " AND seq > ? ORDER BY seq LIMIT ?", (conversation_id, after_seq, limit + 1)
+                ).fetchall()
+                more = len(rows) > limit
+                entries = [_entry(r) for r in rows[:limit]]
+                return AuditPage(
+                    entries=entries, next_before_seq=None, next_after_seq=entries[-1].seq if more else None
+                )
+            bound = before_seq if before_seq is not None else 2**62
+            rows = conn.execute(
+                select + " AND seq < ? ORDER BY seq DESC LIMIT ?", (conversation_id, bound, limit + 1)
+            ).fetchall()
+            more = len(rows) > limit
+            entries = [_entry(r) for r in reversed(rows[:limit])]
+            return AuditPage(entries=entries, next_before_seq=entries[0].seq if more else None)
+
+        page = self._read(body, None)
+        if page is None:
+            raise ConversationNotFoundError(conversation_id, self.path)
+        return page
+
+    def position(self) -> int:
+        """The newest change position: start an events stream here to miss nothing after it."""
+        return self._read(lambda conn, version: _position(conn, version), 0)
+
+    def changes_after(self, position: int, limit: int = EVENTS_PER_READ) -> list[dict[str, Any]]:
+        """Events after ``position``, oldest first: created, renamed, deleted, message.
+
+        Each is one JSON-ready dict with its ``position``; a message event carries the audit
+        row as the history route returns it (messages of sessions deleted since are gone);
+        created/renamed carry the title then and, if it still exists, the session now.
+        """
+
+        def body(conn: sqlite3.Connection, version: int) -> list[dict[str, Any]]:
+            if version < CHANGE_LOG_VERSION:
+                return []
+            rows = conn.execute(
+                "SELECT l.position, l.kind, l.conversation_id, l.title, l.created_at,"
+                "       m.seq, m.turn_id, m.created_at, m.payload_json"
+                " FROM change_log l LEFT JOIN message m ON m.id = l.message_id"
+                " WHERE l.position > ? ORDER BY l.position LIMIT ?",
+                (position, limit),
+            ).fetchall()
+            events: list[dict[str, Any]] = []
+            for pos, kind, conv, title, at, seq, turn, created, payload in rows:
+                event: dict[str, Any] = {"type": kind, "position": pos, "session_id": conv, "at": at}
+                if kind == "message":
+                    if payload is None:
+                        continue
+                    event["entry"] = _entry((seq, turn, created, payload)).model_dump(mode="json")
+                else:
+                    event["title"] = title
+                    if kind != "deleted":  # the session as it is now (absent if deleted since)
+                        row = conn.execute(_CONVERSATIONS + " WHERE c.id = ?", (conv,)).fetchone()
+                        if row is not None:
+                            event["session"] = _info(row).model_dump()
+                events.append(event)
+            return events
+
+        return self._read(body, [])

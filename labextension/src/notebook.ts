@@ -1,0 +1,283 @@
+/**
+ * The live notebook for the agent: its cells on request, and edits shown as diffs on the cell.
+ *
+ * The kernel opens a comm to `agentik.notebook` per request (agentik_jupyter/notebook/frontend.py);
+ * this answers by opening `agentik.notebook.reply` with the request id. `read` answers the
+ * document as the editor holds it (unsaved edits included). `edit_cell` / `delete_cell` answer
+ * `stale` when the cell no longer holds the source the agent read, else show the change on the
+ * cell with Accept / Reject / Accept and run, answer `shown`, and then the user's decision.
+ * Nothing changes before Accept; a request the kernel closes (Stop, timeout) takes its diff away.
+ */
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { PanelLayout, Widget } from '@lumino/widgets';
+
+import { forEachNotebookKernel } from './kernels';
+
+export const REQUEST_TARGET = 'agentik.notebook';
+export const REPLY_TARGET = 'agentik.notebook.reply';
+
+interface IRequest {
+  action: 'read' | 'edit_cell' | 'delete_cell';
+  request_id: string;
+  cell_id?: string;
+  expected_source?: string;
+  new_source?: string;
+  in_request?: boolean;
+}
+
+type Reply = Record<string, unknown>;
+
+function isRequest(data: unknown): data is IRequest {
+  const d = data as Partial<IRequest> | null;
+  return !!d && typeof d.request_id === 'string' && ['read', 'edit_cell', 'delete_cell'].includes(d.action ?? '');
+}
+
+function answer(kernel: Kernel.IKernelConnection, requestId: string, data: Reply): void {
+  const reply = kernel.createComm(REPLY_TARGET);
+  reply.open({ request_id: requestId, ...data });
+  reply.close();
+}
+
+/** A line diff (longest common subsequence): cells are small, so O(n·m) is fine. */
+export function lineDiff(before: string, after: string): Array<[' ' | '-' | '+', string]> {
+  const a = before.split('\n');
+  const b = after === '' ? [] : after.split('\n');
+  const common: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const out: Array<[' ' | '-' | '+', string]> = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      out.push([' ', a[i++]]);
+      j++;
+    } else if (i < a.length && (j >= b.length || common[i + 1][j] >= common[i][j + 1])) {
+      out.push(['-', a[i++]]);
+    } else {
+      out.push(['+', b[j++]]);
+    }
+  }
+  return out;
+}
+
+const LINE_COLOURS: Record<string, string> = {
+  '+': 'var(--jp-diff-added-color0, #e6ffec)',
+  '-': 'var(--jp-diff-deleted-color0, #ffebe9)',
+  ' ': 'transparent'
+};
+
+/** The proposal under the cell's input: the diff (text only, never HTML) and the three buttons. */
+class ProposalWidget extends Widget {
+  constructor(title: string, diff: Array<[string, string]>, decide: (status: string) => void, canRun: boolean) {
+    super();
+    this.addClass('agentik-proposal');
+    const node = this.node;
+    node.style.cssText = 'border:1px solid var(--jp-brand-color1,#1976d2);border-radius:4px;margin:4px 0;padding:4px 6px';
+    const heading = document.createElement('div');
+    heading.textContent = title;
+    heading.style.fontWeight = 'bold';
+    const pre = document.createElement('pre');
+    pre.className = 'agentik-proposal-diff';
+    pre.style.cssText = 'white-space:pre-wrap;margin:4px 0;font-size:var(--jp-code-font-size,12px)';
+    for (const [mark, text] of diff) {
+      const line = document.createElement('div');
+      line.className = `agentik-diff-line agentik-diff-${mark === '+' ? 'added' : mark === '-' ? 'removed' : 'same'}`;
+      line.style.background = LINE_COLOURS[mark];
+      line.textContent = `${mark} ${text}`;
+      pre.appendChild(line);
+    }
+    const buttons = document.createElement('div');
+    const button = (label: string, status: string): void => {
+      const b = document.createElement('button');
+      b.className = `jp-Button agentik-proposal-${status.replace(/_/g, '-')}`;
+      b.textContent = label;
+      b.style.marginRight = '6px';
+      b.onclick = () => decide(status);
+      buttons.appendChild(b);
+    };
+    button('Accept', 'accepted');
+    if (canRun) {
+      button('Accept and run', 'accepted_and_run');
+    }
+    button('Reject', 'rejected');
+    node.append(heading, pre, buttons);
+  }
+}
+
+function cellWidget(panel: NotebookPanel, cellId: string): { cell: NotebookPanel['content']['widgets'][number]; index: number } | null {
+  const index = panel.content.widgets.findIndex(cell => cell.model.id === cellId);
+  return index < 0 ? null : { cell: panel.content.widgets[index], index };
+}
+
+/**
+ * Run the accepted cell and answer with its new outputs, so the agent can verify its fix. When the
+ * asking cell itself is still executing (`--wait`), the run can only start after it: answer at once
+ * that the run is queued, instead of the two waiting on each other.
+ */
+async function runAndReport(
+  panel: NotebookPanel,
+  kernel: Kernel.IKernelConnection,
+  request: IRequest,
+  index: number
+): Promise<void> {
+  const requestId = request.request_id;
+  const queued = request.in_request === true;
+  panel.content.activeCellIndex = index;
+  const ran = NotebookActions.run(panel.content, panel.sessionContext);
+  if (queued) {
+    answer(kernel, requestId, { phase: 'result', status: 'accepted_and_run', queued: true });
+    return;
+  }
+  const ok = await ran;
+  const cell = panel.content.widgets[index];
+  const outputs = cell && cell.model.type === 'code' ? (cell.model.toJSON() as { outputs?: unknown[] }).outputs ?? [] : [];
+  answer(kernel, requestId, { phase: 'result', status: 'accepted_and_run', ran_ok: ok, outputs });
+}
+
+function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: Kernel.IComm, request: IRequest): void {
+  const found = cellWidget(panel, request.cell_id ?? '');
+  if (!found) {
+    answer(kernel, request.request_id, { phase: 'result', status: 'missing' });
+    return;
+  }
+  const { cell } = found;
+  const shared = cell.model.sharedModel;
+  if (shared.getSource() !== (request.expected_source ?? '')) {
+    answer(kernel, request.request_id, { phase: 'result', status: 'stale' });
+    return;
+  }
+  const deleting = request.action === 'delete_cell';
+  const title = deleting ? 'The agent proposes deleting this cell' : 'The agent proposes this change';
+  const diff = lineDiff(shared.getSource(), deleting ? '' : request.new_source ?? '');
+  let decided = false;
+  const widget = new ProposalWidget(
+    title,
+    diff,
+    status => {
+      if (decided) {
+        return;
+      }
+      decided = true;
+      widget.dispose();
+      const still = cellWidget(panel, request.cell_id ?? '');
+      if (status !== 'rejected' && still) {
+        if (still.cell.model.sharedModel.getSource() !== (request.expected_source ?? '')) {
+          answer(kernel, request.request_id, { phase: 'result', status: 'stale' });
+          return;
+        }
+        if (deleting) {
+          panel.content.model?.sharedModel.deleteCell(still.index);
+        } else {
+          still.cell.model.sharedModel.setSource(request.new_source ?? '');
+          if (status === 'accepted_and_run') {
+            void runAndReport(panel, kernel, request, still.index);
+            return;
+          }
+        }
+      }
+      answer(kernel, request.request_id, { phase: 'result', status });
+    },
+    !deleting && cell.model.type === 'code'
+  );
+  const layout = cell.layout as PanelLayout;
+  layout.insertWidget(Math.min(2, layout.widgets.length), widget);
+  comm.onClose = () => {
+    decided = true;
+    widget.dispose();
+  };
+  answer(kernel, request.request_id, { phase: 'shown' });
+}
+
+function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
+  kernel.registerCommTarget(REQUEST_TARGET, (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg) => {
+    const data = msg.content.data as unknown;
+    if (!isRequest(data)) {
+      return;
+    }
+    try {
+      if (data.action === 'read') {
+        const nb = panel.content.model?.toJSON() as { cells?: unknown[] } | undefined;
+        answer(kernel, data.request_id, { phase: 'result', status: 'ok', path: panel.context.path, cells: nb?.cells ?? [] });
+      } else {
+        propose(panel, kernel, comm, data);
+      }
+    } catch (error) {
+      console.error('agentik: could not answer the notebook request', error);
+      answer(kernel, data.request_id, { phase: 'result', status: 'error', message: String(error) });
+    }
+  });
+}
+
+/** Answer the agent's notebook requests on every notebook's kernel. */
+export function serveNotebooks(notebooks: INotebookTracker): void {
+  forEachNotebookKernel(notebooks, listen);
+}
+
+const FIX_BUTTON = 'agentik-fix-button';
+
+/** "Fix with agent" under a cell that just failed: a new cell below asks the agent to fix it. */
+class FixButton extends Widget {
+  constructor(onClick: () => Promise<void>) {
+    super();
+    this.addClass(FIX_BUTTON);
+    this.node.style.cssText = 'margin:2px 0 4px 70px';
+    const button = document.createElement('button');
+    button.className = 'jp-Button';
+    button.textContent = 'Fix with agent';
+    button.title = 'Insert a cell below that asks the agent to find the cause and propose a fix';
+    button.onclick = () => void onClick();
+    this.node.appendChild(button);
+  }
+}
+
+/** Whether `%load_ext agentik_jupyter` ran in this kernel (a silent check, not in the history). */
+async function agentLoaded(kernel: Kernel.IKernelConnection | null): Promise<boolean> {
+  if (!kernel) {
+    return false;
+  }
+  try {
+    const expressions = { loaded: "'__agentik_line__' in get_ipython().user_ns" };
+    const reply = await kernel.requestExecute({ code: '', silent: true, store_history: false, user_expressions: expressions }).done;
+    const content = reply.content as { status: string; user_expressions?: Record<string, { data?: Record<string, string> }> };
+    return content.status === 'ok' && content.user_expressions?.loaded?.data?.['text/plain'] === 'True';
+  } catch {
+    return false;
+  }
+}
+
+/** Offer "Fix with agent" on cells that failed, and take it away when they run cleanly again. */
+export function offerFixes(): void {
+  NotebookActions.executed.connect((_, { notebook, cell, success }) => {
+    const layout = cell.layout as PanelLayout;
+    for (const widget of [...layout.widgets]) {
+      if (widget.hasClass(FIX_BUTTON)) {
+        widget.dispose();
+      }
+    }
+    const source = cell.model.sharedModel.getSource().trimStart();
+    if (success || cell.model.type !== 'code' || source.startsWith('%agent') || source.startsWith('%%agent')) {
+      return;
+    }
+    const cellId = cell.model.id;
+    const panel = notebook.parent as NotebookPanel | null;
+    const button = new FixButton(async () => {
+      button.dispose();
+      const loaded = await agentLoaded(panel?.sessionContext.session?.kernel ?? null);
+      const shared = notebook.model?.sharedModel;
+      const index = notebook.widgets.findIndex(c => c.model.id === cellId);
+      if (!shared || index < 0) {
+        return;
+      }
+      const ask = `%agent fix ${cellId}`;
+      shared.insertCell(index + 1, { cell_type: 'code', source: loaded ? ask : `%load_ext agentik_jupyter\n${ask}` });
+      notebook.activeCellIndex = index + 1;
+      void NotebookActions.run(notebook, panel?.sessionContext);
+    });
+    layout.addWidget(button);
+  });
+}

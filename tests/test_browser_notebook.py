@@ -1,0 +1,211 @@
+"""The agent on the notebook itself, in JupyterLab + headless Debian Chromium + the fake LLM.
+
+1. the agent reads an edit the user typed but did not save (the live document);
+2. an `edit_cell` proposal appears on the cell as a diff; Reject leaves the cell as it was
+   and the model is told;
+3. "Accept and run" changes the cell and runs it, and the model sees the new outputs;
+4. "Fix with agent" on a cell that raised NameError: a cell below asks for the fix, the
+   agent proposes an edit, Accept and run fixes the cell and the agent reports it verified.
+
+One JupyterLab, kernel and page for the module; steps run in file order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Lab,
+    quiet_lab_settings,
+    save_artifact,
+    tool_messages,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+import nbformat  # noqa: E402
+from playwright import sync_api  # noqa: E402
+
+from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+
+from .jupyter_servers import jupyter  # noqa: E402
+
+NOTEBOOK = "edits_demo.ipynb"
+CELL_LOAD, CELL_DATA, CELL_ASK, CELL_BROKEN = range(4)
+SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", "%%agent\nLook at my notebook and fix it.",
+           "scaled = total * factor"]
+BROKEN_FIX = "factor = 10\nscaled = total * factor\nprint('SCALED', scaled)"
+UNSAVED = "total = price * 2  # typed, not saved"
+FIXED = "price = 21\ntotal = price * 2\nprint('TOTAL', total)"
+PROPOSAL = ".agentik-proposal"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    tmp = tmp_path_factory.mktemp("browser-notebook")
+    root, home = tmp / "root", tmp / "home"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in SOURCES]
+    nbformat.write(nb, root / NOTEBOOK)
+    quiet_lab_settings(home)
+    srv = FakeLLMServer().start()
+    env = {**srv.env(), "AGENTIK_DB_PATH": str(tmp / "s.agentik.db"), "AGENTIK_APPROVAL_TIMEOUT": "120",
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    with contextlib.ExitStack() as stack:
+        stack.callback(srv.stop)
+        with pytest.MonkeyPatch.context() as mp:
+            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
+                mp.delenv(name)
+            server = stack.enter_context(jupyter(root, home, app="lab", env=env, timeout=60))
+        stack.callback(lambda: save_artifact("jupyterlab-notebook.log", server.log()))
+        playwright = stack.enter_context(sync_api.sync_playwright())
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
+        stack.callback(browser.close)
+        page = browser.new_page(viewport={"width": 1280, "height": 1100})
+        page.set_default_timeout(15_000)
+        lab = Lab(srv, server, page)
+        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
+        page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+        yield lab
+
+
+def source(lab: Lab, index: int) -> str:
+    return str(lab.page.evaluate(
+        "i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.cm-content').innerText", index))
+
+
+def run_cell(lab: Lab, index: int) -> None:
+    """Select a cell (command mode) and Shift+Enter it, again if the kernel was not ready yet."""
+    for attempt in range(3):
+        lab.cell(index).locator(".jp-InputArea-prompt").click()
+        lab.page.keyboard.press("Shift+Enter")
+        try:
+            wait_until(lambda: re.search(r"\[\d+\]", lab.text(lab.cell(index).locator(".jp-InputArea-prompt"))),
+                       8, f"cell {index} to run")
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+def ask(lab: Lab, *replies: Reply) -> None:
+    lab.srv.push(*replies)
+    run_cell(lab, CELL_ASK)
+
+
+def proposal(lab: Lab) -> Any:
+    return lab.cell(CELL_DATA).locator(PROPOSAL)
+
+
+def read_then_edit(target_id: str, answer: str) -> list[Reply]:
+    return [Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+            Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": target_id, "new_source": FIXED}}]),
+            Reply.text(answer)]
+
+
+def live_cell_ids(lab: Lab) -> list[str]:
+    """The cells' ids as the notebook model holds them (the ids read_notebook reports)."""
+    text = " ".join(m["content"] for m in tool_messages(lab))
+    return re.findall(r"id=(\S+) code", text)
+
+
+def test_1_reads_the_unsaved_edit_and_reject_changes_nothing(lab: Lab) -> None:
+    run_cell(lab, CELL_LOAD)
+    editor = lab.cell(CELL_DATA).locator(".cm-content")
+    editor.click()
+    lab.page.keyboard.press("Control+A")
+    lab.page.keyboard.type(UNSAVED)
+    lab.page.keyboard.press("Escape")
+    # First turn: read the notebook, to learn the cells' ids; the model then answers.
+    ask(lab, Reply.tool_calls([{"name": "read_notebook", "args": {}}]), Reply.text("I read it. END-READ"))
+    lab.wait(lambda: "END-READ" in lab.text(lab.output(CELL_ASK)), 30, "the reading turn to end")
+    sent = tool_messages(lab)[-1]["content"]
+    assert "live document in the editor (includes unsaved edits)" in sent and UNSAVED in sent
+    ids = live_cell_ids(lab)
+    assert len(ids) == 4  # Shift+Enter on the last cell added an empty one below it
+    lab.page.evaluate("id => window.__agentik_target = id", ids[CELL_DATA])
+    # Second turn: propose an edit to that cell; the diff appears on it; Reject.
+    ask(lab, *read_then_edit(ids[CELL_DATA], "Left as it is. END-REJECT"))
+    lab.wait(lambda: proposal(lab).count() == 1 and proposal(lab).is_visible(), 30, "the diff on the cell")
+    diff = lab.text(proposal(lab))
+    assert "- " + UNSAVED in diff and "+ price = 21" in diff
+    assert source(lab, CELL_DATA) == UNSAVED  # nothing changes before Accept
+    lab.shot("edit_proposal.png", at=proposal(lab))
+    proposal(lab).get_by_role("button", name="Reject").click()
+    lab.wait(lambda: "END-REJECT" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Reject")
+    assert proposal(lab).count() == 0 and source(lab, CELL_DATA) == UNSAVED
+    assert "rejected the edit" in tool_messages(lab)[-1]["content"]
+
+
+def test_2_accept_changes_the_cell_without_running_it(lab: Lab) -> None:
+    target = str(lab.page.evaluate("() => window.__agentik_target"))
+    prompt_before = lab.text(lab.cell(CELL_DATA).locator(".jp-InputArea-prompt"))
+    ask(lab, Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+        Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": target, "new_source": "total = 2"}}]),
+        Reply.text("Changed. END-PLAIN"))
+    lab.wait(lambda: proposal(lab).count() == 1, 30, "the diff on the cell")
+    proposal(lab).get_by_role("button", name="Accept", exact=True).click()
+    lab.wait(lambda: "END-PLAIN" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Accept")
+    assert source(lab, CELL_DATA) == "total = 2"
+    assert lab.text(lab.cell(CELL_DATA).locator(".jp-InputArea-prompt")) == prompt_before  # not run
+    assert "now holds the new source (not run)" in tool_messages(lab)[-1]["content"]
+
+
+def test_2b_accept_and_run_changes_the_cell_and_runs_it(lab: Lab) -> None:
+    target = str(lab.page.evaluate("() => window.__agentik_target"))
+    ask(lab, *read_then_edit(target, "Fixed and verified. END-ACCEPT"))
+    lab.wait(lambda: proposal(lab).count() == 1, 30, "the diff on the cell")
+    proposal(lab).get_by_role("button", name="Accept and run").click()
+    lab.wait(lambda: "END-ACCEPT" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Accept and run")
+    assert source(lab, CELL_DATA) == FIXED
+    lab.wait(lambda: "TOTAL 42" in lab.text(lab.output(CELL_DATA)), 20, "the fixed cell's output")
+    assert "it ran without an error" in tool_messages(lab)[-1]["content"]
+    assert "TOTAL 42" in tool_messages(lab)[-1]["content"]  # the agent sees what the run printed
+    assert not [line for line in lab.console if line.startswith("pageerror")], lab.console
+
+
+def fix_responder(request: Any) -> Reply:
+    """The model of a fix turn: read the failed cell, propose the fix, report what the run showed."""
+    last = request.messages[-1]
+    if last.get("role") == "user":
+        cell = re.search(r"Fix the error in cell (\S+) ", last["content"])
+        assert cell, last["content"][:200]
+        return Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": cell.group(1)}}])
+    if "In [" in last.get("content", "") and "id=" in last.get("content", ""):
+        cell_id = re.search(r"id=(\S+) code", last["content"]).group(1)  # type: ignore[union-attr]
+        return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": BROKEN_FIX}}])
+    verified = "it ran without an error" in last.get("content", "") and "SCALED 420" in last.get("content", "")
+    return Reply.text("Defined `factor`; the cell now prints SCALED 420. END-FIXED" if verified else "Not verified.")
+
+
+def test_3_fix_with_agent_fixes_the_failing_cell(lab: Lab) -> None:
+    lab.srv.set_responder(fix_responder)
+    run_cell(lab, CELL_BROKEN)
+    broken = lab.cell(CELL_BROKEN)
+    lab.wait(lambda: "NameError" in lab.text(lab.output(CELL_BROKEN)), 20, "the NameError")
+    button = broken.get_by_role("button", name="Fix with agent")
+    button.wait_for(timeout=10_000)
+    lab.shot("fix_button.png", at=button)
+    button.click()
+    asking = lab.cell(CELL_BROKEN + 1)
+    lab.wait(lambda: source(lab, CELL_BROKEN + 1).startswith("%agent fix "), 10, "the fix cell below the failed one")
+    lab.wait(lambda: broken.locator(PROPOSAL).count() == 1, 30, "the proposed fix on the failed cell")
+    broken.locator(PROPOSAL).get_by_role("button", name="Accept and run").click()
+    lab.wait(lambda: "END-FIXED" in lab.text(asking.locator(".jp-Cell-outputArea")), 30, "the verified fix")
+    assert source(lab, CELL_BROKEN) == BROKEN_FIX
+    assert "SCALED 420" in lab.text(lab.output(CELL_BROKEN))
+    assert broken.get_by_role("button", name="Fix with agent").count() == 0  # gone once the cell runs cleanly
+    lab.shot("fixed.png", at=asking)

@@ -1,0 +1,156 @@
+"""The "Agent sessions" sidebar kept live by the server's events stream, in real JupyterLab
+and headless Debian Chromium: a new session appears within a second of the first turn, a
+rename from `%agent rename` shows, "Continue here" resumes a session in the kernel, and a
+delete from the sidebar (confirmed) removes it from the file.
+
+Reuses tests/test_browser.py's helpers; its own JupyterLab, kernel and page (module fixture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .test_browser import CHROMIUM, CHROMIUM_ARGS, Lab, quiet_lab_settings, save_artifact, wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+import nbformat  # noqa: E402
+from playwright import sync_api  # noqa: E402
+
+from agentik_jupyter.persistence import SessionReader  # noqa: E402
+from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+
+from .jupyter_servers import jupyter  # noqa: E402
+from .kernel_support import AGENT_EXPR  # noqa: E402
+
+NOTEBOOK = "live_sidebar.ipynb"
+DB = "live_sidebar.agentik.db"
+CELL_LOAD, CELL_FIRST, CELL_RENAME, CELL_SECOND, CELL_WHICH = range(5)
+CELL_SOURCES = [
+    "%load_ext agentik_jupyter",
+    "%%agent\nFirst question for the sidebar",
+    "%agent rename Renamed from a cell",
+    "%%agent --new\nA second session",
+    f"print('CURRENT', {AGENT_EXPR}.session.conversation_id)",
+]
+SIDEBAR_DELAY_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    tmp = tmp_path_factory.mktemp("browser_sidebar")
+    root, home = tmp / "root", tmp / "home"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELL_SOURCES]
+    nbformat.write(nb, root / NOTEBOOK)
+    quiet_lab_settings(home)
+    srv = FakeLLMServer().start()
+    env = {**srv.env(), "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    with contextlib.ExitStack() as stack:
+        stack.callback(srv.stop)
+        with pytest.MonkeyPatch.context() as mp:
+            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
+                mp.delenv(name)
+            server = stack.enter_context(jupyter(root, home, app="lab", env=env, timeout=60))
+        stack.callback(lambda: save_artifact("jupyterlab_sidebar.log", server.log()))
+        playwright = stack.enter_context(sync_api.sync_playwright())
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
+        stack.callback(browser.close)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(15_000)
+        lab = Lab(srv, server, page)
+        page.on("console", lambda m: lab.console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
+        yield lab
+
+
+def run_cell(lab: Lab, index: int) -> None:
+    """Select the cell by its prompt and Shift+Enter it (again if the kernel was not ready)."""
+    prompt = lab.cell(index).locator(".jp-InputArea-prompt")
+    before = lab.text(prompt)
+    for attempt in range(3):
+        prompt.click()
+        lab.page.keyboard.press("Shift+Enter")
+        try:
+            wait_until(lambda: lab.text(prompt) not in (before, "[ ]:", "[*]:"), 20, f"cell {index} to run")
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+def sidebar(lab: Lab) -> Any:
+    return lab.page.locator(".jp-AgentikSidebar")
+
+
+def rows(lab: Lab) -> Any:
+    return sidebar(lab).locator("li.agentik-session-row")
+
+
+def sessions_in_file(lab: Lab) -> list[Any]:
+    return SessionReader(lab.server.root / DB).list_conversations()[0]
+
+
+def test_1_a_new_session_appears_within_a_second(lab: Lab) -> None:
+    page = lab.page
+    page.goto(f"{lab.server.url}/lab/tree/{NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
+    page.locator('.jp-SideBar [data-id="agentik-sessions"]').click()
+    lab.wait(lambda: "No saved sessions" in lab.text(sidebar(lab)), 15, "the empty sidebar")
+    run_cell(lab, CELL_LOAD)
+    lab.srv.push(Reply.text("The first answer. END-FIRST"))
+    run_cell(lab, CELL_FIRST)
+    written = wait_until(lambda: sessions_in_file(lab), 20, "the kernel to write the session")
+    seen_at = time.monotonic()
+    lab.wait(lambda: rows(lab).count() == 1, 10, "the new session in the sidebar")
+    took = time.monotonic() - seen_at
+    assert took <= SIDEBAR_DELAY_S, f"the sidebar showed the new session {took:.2f} s after the kernel wrote it"
+    row = rows(lab).first
+    assert row.get_attribute("data-session-id") == written[0].id
+    lab.wait(lambda: "First question for the sidebar" in lab.text(row), 5, "the title from the question")
+    lab.wait(lambda: "2 messages" in lab.text(row), 10, "the answer counted live")
+    lab.shot("sidebar_live_new.png")
+
+
+def test_2_rename_from_a_cell_shows(lab: Lab) -> None:
+    run_cell(lab, CELL_RENAME)
+    lab.wait(lambda: "Renamed from a cell" in lab.text(rows(lab).first), 5, "the renamed title")
+    assert sessions_in_file(lab)[0].title == "Renamed from a cell"
+
+
+def test_3_continue_here_resumes_in_the_kernel(lab: Lab) -> None:
+    lab.srv.push(Reply.text("Second answer. END-SECOND"))
+    run_cell(lab, CELL_SECOND)
+    lab.wait(lambda: rows(lab).count() == 2, 10, "the second session in the sidebar")
+    first = rows(lab).filter(has_text="Renamed from a cell")
+    first_id = first.get_attribute("data-session-id")
+    run_cell(lab, CELL_WHICH)
+    assert first_id not in lab.text(lab.output(CELL_WHICH))  # the kernel is on the second session
+    first.get_by_role("button", name="Continue here").click()
+    lab.wait(lambda: "next %%agent cell continues" in lab.text(sidebar(lab)), 10, "the resume notice")
+    run_cell(lab, CELL_WHICH)
+    lab.wait(lambda: f"CURRENT {first_id}" in lab.text(lab.output(CELL_WHICH)), 10, "the resumed session")
+
+
+def test_4_delete_from_the_sidebar_asks_then_removes(lab: Lab) -> None:
+    target = rows(lab).filter(has_text="A second session")
+    target_id = target.get_attribute("data-session-id")
+    target.get_by_role("button", name="Delete").click()
+    confirm = sidebar(lab).locator(".agentik-confirm")
+    assert "A second session" in lab.text(confirm)
+    assert [s.id for s in sessions_in_file(lab)].count(target_id) == 1  # nothing deleted before confirming
+    lab.shot("sidebar_confirm_delete.png")
+    confirm.get_by_role("button", name="Delete session").click()
+    lab.wait(lambda: rows(lab).count() == 1, 5, "the deleted session to disappear")
+    assert target_id not in [s.id for s in sessions_in_file(lab)]
+    assert "Renamed from a cell" in lab.text(rows(lab).first)
+    assert not [line for line in lab.console if "agentik" in line.lower()], lab.console

@@ -1,0 +1,76 @@
+"""`%agent export`: the code the agent ran becomes a notebook that runs without the agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from agentik_jupyter.testing import FakeLLMServer, Reply
+
+from .kernel_support import KERNEL, NotebookKernel, kernel_env, output_text
+
+pytestmark = pytest.mark.timeout(180)
+
+Q_COMPUTE = "Compute the answer and keep it in a variable."
+Q_BROKEN = "Now try something that fails."
+
+
+def test_export_writes_the_successful_runs_in_order_and_the_export_runs(tmp_path: Path) -> None:
+    notebook = tmp_path / "analysis.ipynb"
+    notebook.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    original = notebook.read_bytes()
+    with FakeLLMServer() as llm:
+        llm.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "answer = 21 * 2"}}]),
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "print(f'answer is {answer}')"}}]),
+            Reply.text("answer is 42."),
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "1 / 0"}}]),
+            Reply.text("That failed with ZeroDivisionError."),
+        )
+        env = kernel_env(llm, JPY_SESSION_NAME=str(notebook), AGENTIK_APPROVE="auto")
+        kernel = NotebookKernel(env, tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.run(f"%%agent --wait\n{Q_COMPUTE}")
+            kernel.run(f"%%agent --wait\n{Q_BROKEN}")
+            said = kernel.text("%agent export")
+            again = kernel.text("%agent export")
+        finally:
+            kernel.close()
+    exported = tmp_path / "analysis.agentik-export.ipynb"
+    assert f"exported 2 code cell(s)" in said and str(exported) in said
+    assert "left out 1 denied or failed run(s)" in said
+    assert "analysis.agentik-export-2.ipynb" in again  # a second export never overwrites the first
+    assert notebook.read_bytes() == original  # the user's notebook is never written
+
+    nb = nbformat.read(exported, as_version=4)
+    nbformat.validate(nb)
+    kinds = [(c.cell_type, c.source) for c in nb.cells]
+    assert kinds[1] == ("markdown", f"> {Q_COMPUTE}")
+    assert [s for t, s in kinds if t == "code"] == ["answer = 21 * 2", "print(f'answer is {answer}')"]
+    assert Q_BROKEN not in json.dumps(kinds) and "1 / 0" not in json.dumps(kinds)
+
+    client = NotebookClient(nb, timeout=60, kernel_name=KERNEL, resources={"metadata": {"path": str(tmp_path)}})
+    client.execute(env=kernel_env(), cwd=str(tmp_path))
+    assert "answer is 42" in output_text(nb.cells[-1].outputs)
+
+
+def test_export_with_nothing_run_says_so(tmp_path: Path) -> None:
+    notebook = tmp_path / "empty.ipynb"
+    with FakeLLMServer() as llm:
+        llm.push(Reply.text("Hello."))
+        kernel = NotebookKernel(kernel_env(llm, JPY_SESSION_NAME=str(notebook)), tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            before = kernel.text("%agent export")
+            kernel.run("%%agent --wait\nHi")
+            after = kernel.text("%agent export")
+        finally:
+            kernel.close()
+    assert "no saved session to export yet" in before
+    assert "ran no code to export" in after
+    assert not list(tmp_path.glob("*.agentik-export*.ipynb"))
