@@ -129,8 +129,10 @@ class Orchestrator:
         *,
         max_iterations: int = MAX_ITERATIONS,
         approver: Approver | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ) -> None:
         self.transport = transport
+        self.stop_requested = stop_requested or (lambda: False)
         self.registry = registry
         self.chat_store = chat_store
         self.agent_store = agent_store
@@ -169,6 +171,7 @@ class Orchestrator:
         try:
             for iteration in range(self.max_iterations):
                 partial.clear()
+                self._check_stop()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
                 calls = bound_arguments(_unique_ids(response.tool_calls, iteration))
                 assistant = ChatMessage(
@@ -187,6 +190,7 @@ class Orchestrator:
                 for call in assistant.tool_calls:
                     self.emit(ToolCallEvent(call=call))
                 for call in assistant.tool_calls:
+                    self._check_stop()
                     result = await self._run_tool(call, parse_errors.get(call.id))
                     pending.pop(call.id, None)
                     self._keep_result(outcome, result)
@@ -195,11 +199,20 @@ class Orchestrator:
         except asyncio.CancelledError:
             self._interrupt(outcome, pending, "".join(partial))
             raise
+        except KeyboardInterrupt:
+            # Jupyter's Interrupt landed in a tool or in run_code's user code: the turn ends here.
+            self._interrupt(outcome, pending, "".join(partial))
+            return outcome
         except AgentikError as exc:
             return self._fail(outcome, exc.message, exc.code)
         except Exception as exc:
             log.exception("turn failed")
             return self._fail(outcome, f"{type(exc).__name__}: {scrub(str(exc))}", "internal")
+
+    def _check_stop(self) -> None:
+        """An Interrupt that a tool swallowed still ends the turn before the next step."""
+        if self.stop_requested():
+            raise KeyboardInterrupt
 
     async def _ask(
         self,

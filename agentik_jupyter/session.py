@@ -14,6 +14,7 @@ import os
 from typing import Any, Awaitable, Callable
 
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
+from .persistence.budget import first_turn_to_keep
 from .persistence import AsyncSessionDB, AuditEntry, ConversationInfo, SessionDBError, context_budget, estimate_tokens
 from .registry import ToolRegistry
 from .store import AgentStore, ChatStore
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_PAGE = 200
 SYSTEM_PROMPT_TOKENS = 1_000
+DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
 
 
@@ -103,7 +105,10 @@ class Session:
     ) -> None:
         self.chat_store = ChatStore()
         self.agent_store = AgentStore()
-        self.orchestrator = Orchestrator(transport, registry, self.chat_store, self.agent_store, approver=approver)
+        self.orchestrator = Orchestrator(
+            transport, registry, self.chat_store, self.agent_store, approver=approver,
+            stop_requested=lambda: self._stop_requested,
+        )
         self.db = None if temporary else db
         self.temporary = temporary
         self.conversation_id = conversation_id
@@ -112,8 +117,12 @@ class Session:
         self.approval_presenter: Callable[[Any], None] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
         self.last_outcome: TurnOutcome | None = None
-        self._working: list[ChatMessage] = []
+        self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._task: asyncio.Task[TurnOutcome] | None = None
+        self._waiting: list[asyncio.Task[TurnOutcome]] = []
+        self._dequeued: set[asyncio.Future[Any]] = set()
+        self._queue_listeners: list[Callable[[], None]] = []
+        self._lock = asyncio.Lock()
         self._stop_requested = False
         self._turn_id: str | None = None
         self._pending: set[asyncio.Future[Any]] = set()
@@ -127,7 +136,23 @@ class Session:
 
     @property
     def busy(self) -> bool:
+        """A turn is running (queued ones are counted by `queued`)."""
         return self._task is not None and not self._task.done()
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    def ahead_of(self, task: asyncio.Future[Any]) -> int | None:
+        """How many turns run before `task` (None once it has started or left the queue)."""
+        if task not in self._waiting:
+            return None
+        return self._waiting.index(task) + (1 if self.busy else 0)
+
+    def on_queue(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` whenever a turn joins, leaves or starts from the queue."""
+        self._queue_listeners.append(listener)
+        return lambda: self._queue_listeners.remove(listener) if listener in self._queue_listeners else None
 
     def start_turn(
         self,
@@ -136,19 +161,22 @@ class Session:
         *,
         model: str | None = None,
         prepare: Callable[[], Awaitable[None]] | None = None,
+        on_start: Callable[[], None] | None = None,
+        cell_id: str | None = None,
+        expand: Callable[[str], Awaitable[str]] | None = None,
     ) -> asyncio.Task[TurnOutcome]:
-        """Start a turn as a task on the running loop and return at once.
+        """Queue a turn as a task on the running loop and return at once.
 
-        `prepare` runs first inside the turn (opening the file, resuming), so a Stop
-        or an error there ends this turn like any other.
+        Turns run one at a time in the order they were started. `on_start` runs when
+        this turn's time comes; `prepare` runs first inside the turn (opening the file,
+        resuming), so a Stop or an error there ends this turn like any other.
         """
-        if self.busy:
-            raise RuntimeError("A turn is already running")
-        if context is None and self.context_provider is not None:
-            context = self.context_provider()
-        self._stop_requested = False
-        self._task = asyncio.get_running_loop().create_task(self._turn(text, context, model, prepare))
-        return self._task
+        task = asyncio.get_running_loop().create_task(
+            self._queued(text, context, model, prepare, on_start, cell_id, expand)
+        )
+        self._waiting.append(task)
+        self._queue_changed()
+        return task
 
     async def send(
         self,
@@ -162,12 +190,84 @@ class Session:
         return await self.start_turn(text, context, model=model, prepare=prepare)
 
     def stop(self) -> bool:
-        """Cancel the running turn; True if there was one."""
+        """Cancel the running turn; True if there was one. Queued turns still run."""
         if not self.busy or self._task is None:
             return False
         self._stop_requested = True
         self._task.cancel()
         return True
+
+    def request_stop(self) -> None:
+        """Mark the running turn as stopped without cancelling it yet (safe in a signal
+        handler): it ends before its next model call or tool."""
+        if self.busy:
+            self._stop_requested = True
+
+    def stop_all(self) -> int:
+        """Empty the queue and stop the running turn; how many turns were stopped."""
+        count = sum(1 for task in list(self._waiting) if self.cancel(task))
+        return count + (1 if self.stop() else 0)
+
+    def cancel(self, task: asyncio.Future[Any]) -> bool:
+        """Stop this turn: remove it from the queue, or stop it if it is the running one."""
+        if task is self._task:
+            return self.stop()
+        if task not in self._waiting:
+            return False
+        self._waiting.remove(task)
+        self._dequeued.add(task)
+        task.cancel()
+        self._queue_changed()
+        return True
+
+    def _queue_changed(self) -> None:
+        for listener in list(self._queue_listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("queue listener failed")
+
+    async def _queued(
+        self,
+        text: str,
+        context: AgentContext | None,
+        model: str | None,
+        prepare: Callable[[], Awaitable[None]] | None,
+        on_start: Callable[[], None] | None,
+        cell_id: str | None,
+        expand: Callable[[str], Awaitable[str]] | None = None,
+    ) -> TurnOutcome:
+        me = asyncio.current_task()
+        try:
+            await self._lock.acquire()
+        except asyncio.CancelledError:
+            if me in self._waiting:
+                self._waiting.remove(me)  # type: ignore[arg-type]
+                self._queue_changed()
+            if me not in self._dequeued:
+                raise
+            self._dequeued.discard(me)  # type: ignore[arg-type]
+            if me is not None:
+                me.uncancel()
+            return TurnOutcome(reason="interrupted", error=DEQUEUED, error_code="dequeued")
+        try:
+            if me in self._waiting:
+                self._waiting.remove(me)  # type: ignore[arg-type]
+            self._task, self._stop_requested = me, False
+            self._queue_changed()
+            if on_start is not None:
+                on_start()
+            if context is None and self.context_provider is not None:
+                context = self.context_provider()
+            if context is not None and cell_id is not None:
+                context = context.model_copy(update={"cell_id": cell_id})
+            if expand is not None:  # e.g. @mentions of variables, read when the turn starts
+                text = await expand(text)
+            return await self._turn(text, context, model, prepare)
+        finally:
+            self._task = None
+            self._lock.release()
+            self._queue_changed()
 
     # ---- conversations ----
 
@@ -208,9 +308,10 @@ class Session:
         await self._record_failure(message, code)
 
     async def aclose(self) -> None:
-        if self.busy and self._task is not None:
-            self.stop()
-            await asyncio.wait([self._task])
+        tasks = [*self._waiting, *([self._task] if self._task is not None else [])]
+        self.stop_all()
+        if tasks:
+            await asyncio.wait(tasks)
         if self.db is not None:
             await self.db.drain()
 
@@ -227,12 +328,13 @@ class Session:
         if prepare is not None:
             try:
                 await prepare()
-            except asyncio.CancelledError:
-                if not self._stop_requested:
-                    raise
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
+            except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+                if isinstance(exc, asyncio.CancelledError):
+                    if not self._stop_requested:
+                        raise
+                    task = asyncio.current_task()
+                    if task is not None:
+                        task.uncancel()
                 self.agent_store.reset()
                 return TurnOutcome(reason="interrupted", error_code="interrupted")
             except Exception as exc:
@@ -275,20 +377,26 @@ class Session:
         return outcome
 
     async def _begin(self, user: UserMessage, model: str | None) -> list[ChatMessage]:
+        budget = self._history_budget(model)
         if self.db is None:
+            # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
-            return list(self._working)
+            costs = [sum(estimate_tokens(m.model_dump_json()) for m in turn) for turn in self._working]
+            return [m for turn in self._working[first_turn_to_keep(costs, budget):] for m in turn]
         if self.conversation_id is None:
             info = await self.db.create_conversation()
             self.conversation_id = info.id
-        schemas = self.orchestrator.registry.to_tool_schemas()
-        overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.model_dump() for t in schemas]))
-        budget = max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
         history = await self.db.working_memory(self.conversation_id, budget)
         self._turn_id = await self.db.begin_turn(self.conversation_id, user)
         if self.title is None:
             self.title = (await self.db.get_conversation(self.conversation_id)).title
         return history
+
+    def _history_budget(self, model: str | None) -> int:
+        """Tokens of history to send: the model's budget less the system prompt and tool schemas."""
+        schemas = self.orchestrator.registry.to_tool_schemas()
+        overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.model_dump() for t in schemas]))
+        return max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
 
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
         self.last_outcome = outcome
@@ -299,7 +407,7 @@ class Session:
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
             elif self.db is None or self.conversation_id is None or self._turn_id is None:
-                self._working.extend(turn)
+                self._working.append(turn)
             elif outcome.reason == "interrupted":
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:

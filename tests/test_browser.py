@@ -76,7 +76,9 @@ CHUNK_DELAY = 0.05  # seconds between streamed chunks (one word each): slow enou
 NOTEBOOK = "browser_demo.ipynb"
 WIDGET_ERROR = "Error displaying widget"
 
-CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_SLOW, CELL_PROPOSE = range(7)
+(CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_LONG, CELL_RUN_ALL,
+ CELL_MOVE_TOOL, CELL_SLOW, CELL_PROPOSE) = (0, 1, 2, 3, 4, 5, 6, 9, 10, 11)
+RUN_ALL_QUESTIONS = [f"Background question {n}." for n in (1, 2, 3)]
 CELL_SOURCES = [
     "%load_ext agentik_jupyter",
     "import pandas as pd\n"
@@ -84,6 +86,11 @@ CELL_SOURCES = [
     "%%agent\nSummarise the sales data in one paragraph.",
     "%agent panel",
     "%%agent\nAdd up the units by running code.",
+    "%%agent\nWrite a long answer about the sales.",
+    *(f"%%agent\n{q}" for q in RUN_ALL_QUESTIONS),
+    "from agentik_jupyter import tool\n\n@tool(policy='ask')\n"
+    "def move_file(source: str, destination: str) -> str:\n"
+    "    \"\"\"Move a file.\"\"\"\n    return f'moved {source} to {destination}'",
     # a slow link to the kernel (a remote hub, a loaded machine): each text-box update takes 0.3 s
     "import time\nfrom ipywidgets import Text\n_set_state = Text.set_state\n"
     "Text.set_state = lambda self, state: (time.sleep(0.3), _set_state(self, state))[1]",
@@ -403,6 +410,68 @@ def test_3_panel_enter_sends(lab: Lab) -> None:
     lab.wait(lambda: "✓ Done" in lab.text(lab.panel.locator(".agentik-status")), 5, "Done in the panel")
     lab.no_widget_errors()
     lab.shot("panel.png", at=lab.panel.get_by_role("button", name="Send"))
+
+
+def test_3b_cell_right_after_a_panel_answer_starts_at_once_and_stops(lab: Lab) -> None:
+    """#10 finding 2: after a panel turn sent with Enter (widget messages on a kernel subshell),
+    a new `%%agent` cell's long answer starts at once and its Stop stops it at once."""
+    lab.srv.push(Reply.text(ENTER_ANSWER), Reply.text(LONG_ANSWER))
+    panel_send(lab, "Quick follow-up with Enter", enter=True)
+    lab.wait(lambda: lab.text(lab.panel).count("END-ENTER") >= 2, 20, "the panel's answer")
+    out = lab.output(CELL_LONG)
+    lab.cell(CELL_LONG).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    ran = time.monotonic()
+    lab.wait(lambda: "Long essay: w0" in lab.text(out), 5, "the long answer to start")
+    assert time.monotonic() - ran < 1.0 + 0.5, "the long answer should start within a second"
+    stop = out.get_by_role("button", name="Stop")
+    stop.click()
+    clicked = time.monotonic()
+    lab.wait(lambda: "Stopped" in lab.text(out), 5, "the cell to say Stopped")
+    assert time.monotonic() - clicked < 0.5 + 0.5
+    before = lab.text(out)
+    time.sleep(1.0)
+    assert lab.text(out) == before and "END-LONG" not in before
+    lab.no_widget_errors()
+
+
+def test_3c_run_all_over_three_background_cells(lab: Lab) -> None:
+    """#10 finding 1: three background `%%agent` cells run back to back all answer, in order."""
+    first = len(lab.srv.requests)
+    lab.cell(CELL_RUN_ALL).locator(".jp-InputArea-prompt").click()
+    for _ in RUN_ALL_QUESTIONS:
+        lab.page.keyboard.press("Shift+Enter")
+    for n, question in enumerate(RUN_ALL_QUESTIONS):
+        out = lab.output(CELL_RUN_ALL + n)
+        lab.wait(lambda: (t := lab.text(out)) and f"Echo: {question}" in t and "✓ Done" in t, 20,
+                 f"the answer to {question!r} in its own cell")
+        assert "already running" not in lab.text(out)
+    asked = [r.last_user_text().strip() for r in lab.srv.requests[first:]]
+    assert asked == RUN_ALL_QUESTIONS
+    lab.shot("run_all.png", at=lab.output(CELL_RUN_ALL + 2))
+
+
+MOVE_SOURCE = "reports/q3.csv"
+MOVE_DESTINATION = "/somewhere/else/entirely/" + "deep/" * 30 + "q3-copy.csv"
+
+
+def test_3d_approval_card_shows_every_argument(lab: Lab) -> None:
+    """#9 finding 4: a two-argument tool's card shows both arguments (the long one wrapped)."""
+    lab.cell(CELL_MOVE_TOOL).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    lab.wait(lambda: re.search(r"\[\d+\]", prompt(lab, CELL_MOVE_TOOL)), 10, "the tool cell to run")
+    args = {"source": MOVE_SOURCE, "destination": MOVE_DESTINATION}
+    lab.srv.push(Reply.tool_calls([{"name": "move_file", "args": args}]), Reply.text("Not moved. END-MOVE"))
+    panel_send(lab, "Move the Q3 report.")
+    deny = lab.panel.get_by_role("button", name="Deny")
+    deny.wait_for(state="visible", timeout=20_000)
+    card = lab.text(lab.panel)
+    assert "source" in card and MOVE_SOURCE in card
+    assert "destination" in card and MOVE_DESTINATION in card.replace("\n", "")
+    lab.shot("approval_two_args.png", at=deny)
+    deny.click()
+    lab.wait(lambda: "END-MOVE" in lab.text(lab.panel), 20, "the answer after Deny")
+    panel_idle(lab)
 
 
 def test_4_stop_a_long_answer(lab: Lab) -> None:

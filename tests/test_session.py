@@ -133,12 +133,36 @@ async def test_temporary_session_writes_nothing(tmp_path: Path) -> None:
     await db.aclose()
 
 
-async def test_a_second_turn_while_busy_is_refused(tmp_path: Path) -> None:
-    session, _, db = await open_session(tmp_path / "b.agentik.db", [Step.say("x" * 200, chunk_size=1, delay=0.005)])
-    task = session.start_turn("one")
-    with pytest.raises(RuntimeError, match="already running"):
-        session.start_turn("two")
-    await task
+async def test_turns_started_while_busy_queue_in_order(tmp_path: Path) -> None:
+    steps = [Step.say("x" * 100, chunk_size=1, delay=0.005), Step.say("b"), Step.say("c")]
+    session, transport, db = await open_session(tmp_path / "b.agentik.db", steps)
+    first = session.start_turn("one")
+    second = session.start_turn("two")
+    third = session.start_turn("three")
+    await asyncio.sleep(0.05)
+    assert session.busy and session.queued == 2
+    assert session.ahead_of(second) == 1 and session.ahead_of(third) == 2
+    outcomes = await asyncio.gather(first, second, third)
+    assert [o.reason for o in outcomes] == ["complete"] * 3
+    assert [m.content for m in transport.requests[2].messages] == ["one", "x" * 100, "two", "b", "three"]
+    await db.aclose()
+
+
+async def test_a_queued_turn_can_be_removed_and_stop_all_empties_the_queue(tmp_path: Path) -> None:
+    steps = [Step.say("x" * 400, chunk_size=1, delay=0.005), Step.say("c"), Step.say("d")]
+    session, transport, db = await open_session(tmp_path / "q.agentik.db", steps)
+    first = session.start_turn("one")
+    second = session.start_turn("two")
+    third = session.start_turn("three")
+    await asyncio.sleep(0.05)
+    assert session.cancel(second)
+    assert session.ahead_of(third) == 1
+    removed = await second
+    assert removed.reason == "interrupted" and removed.error_code == "dequeued"
+    assert session.stop_all() == 2
+    outcomes = await asyncio.gather(first, third)
+    assert [o.reason for o in outcomes] == ["interrupted", "interrupted"]
+    assert len(transport.requests) == 1 and not session.busy and session.queued == 0
     await db.aclose()
 
 
@@ -180,3 +204,34 @@ async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) 
     assert shown == [("user", "finished question"), ("assistant", "finished answer"),
                      ("user", "question whose kernel died"), ("assistant", UNFINISHED)]
     await db2.aclose()
+
+
+async def test_a_temporary_session_is_trimmed_to_the_same_budget_as_a_saved_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#10 item 6: temporary sessions sent their whole history with no budget."""
+    monkeypatch.setenv("AGENTIK_CONTEXT_TOKENS", "3000")
+    answer = "y" * 2000  # ~500 tokens per turn: a 2,000-token history budget holds a few turns
+
+    async def requests(temporary: bool) -> list[list[str]]:
+        db = await AsyncSessionDB.open(tmp_path / f"{temporary}.agentik.db")
+        transport = ScriptedTransport([Step.say(answer) for _ in range(8)])
+        session = Session(transport, registry(), db=db, temporary=temporary)
+        for i in range(8):
+            await session.send(f"question {i}")
+        await db.aclose()
+        return [[m.content for m in r.messages] for r in transport.requests]
+
+    temporary, saved = await requests(True), await requests(False)
+    assert temporary == saved
+    last = temporary[-1]
+    assert last[-1] == "question 7" and "question 0" not in last and len(last) < 2 * 8 - 1
+
+
+async def test_the_asking_cell_is_named_in_the_turns_context(tmp_path: Path) -> None:
+    """#13 item 5: AgentContext.cell_id is filled from the asking cell."""
+    session, transport, db = await open_session(tmp_path / "cell.agentik.db", [Step.say("ok")])
+    session.context_provider = lambda: AgentContext(notebook_path="nb.ipynb")
+    await session.start_turn("which cell?", cell_id="cell-42")
+    assert transport.requests[0].context is not None and transport.requests[0].context.cell_id == "cell-42"
+    await db.aclose()

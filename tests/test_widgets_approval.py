@@ -34,10 +34,10 @@ async def test_buttons_resolve_the_request(button: str, decision: str, always: b
     assert ("Approved" if decision == "approved" else "Denied") in card.outcome.value
 
 
-async def test_arguments_are_shown_as_json_and_timeout_is_reported() -> None:
+async def test_arguments_are_listed_escaped_and_timeout_is_reported() -> None:
     req = request({"query": "<b>x</b>"}, name="mcp__search")
     card = ApprovalCard(req)
-    assert "&quot;query&quot;: &quot;&lt;b&gt;x&lt;/b&gt;&quot;" in card.question.value
+    assert "<code>query</code>:" in card.question.value and "&lt;b&gt;x&lt;/b&gt;" in card.question.value
     assert await req.wait(0.01) is False
     assert "No answer in time" in card.outcome.value
 

@@ -183,20 +183,28 @@ async def test_panel_renders_history_sends_with_enter_and_streams() -> None:
     assert panel._repr_mimebundle_()["text/plain"] == "Agent chat panel"
 
 
-async def test_panel_send_while_busy_shows_a_notice_and_stop_works() -> None:
-    s = session([Step.say("x " * 300, chunk_size=2, delay=0.01)])
+async def test_panel_send_while_busy_queues_and_stop_works() -> None:
+    s = session([Step.say("x " * 300, chunk_size=2, delay=0.01), Step.say("second answer")])
     panel = ChatPanel(s)
     task = panel.send("go")
     assert task is not None
+    for _ in range(200):  # until the answer streams (a loaded machine may take a while)
+        if s.agent_store.status == "responding":
+            break
+        await asyncio.sleep(0.02)
     await asyncio.sleep(0.05)
     assert not panel.stop_button.disabled
-    assert panel.send("again") is None and "already running" in panel.notice.value
+    queued = panel.send("again")
+    assert queued is not None and "Queued (1 ahead)" in panel.notice.value
     panel.stop_button.click()
     outcome = await asyncio.wait_for(task, 1.0)
-    assert outcome.reason == "interrupted" and panel.stop_button.disabled
+    assert outcome.reason == "interrupted"
+    assert (await asyncio.wait_for(queued, 5.0)).reason == "complete"
+    assert panel.stop_button.disabled and panel.notice.value == ""
     # the cut-off answer keeps its mark in the conversation after the status line moves on
     history = html_of(panel.history)
     assert "x x" in history and history.index("x x") < history.index("Stopped: the answer above is incomplete")
+    assert history.index("Stopped: the answer above is incomplete") < history.index("second answer")
 
 
 async def test_error_banner_shows_until_dismissed() -> None:

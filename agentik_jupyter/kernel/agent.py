@@ -16,6 +16,7 @@ from ..registry import ToolRegistry, default_registry
 from ..session import Session
 from ..transport import default_transport
 from ..types import AgentContext
+from . import interrupt, mainloop
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,31 @@ class KernelAgent:
         self.instructions = finder_for(self.location.notebook_path)
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
-        self.gate = ApprovalGate(present=self._present_approval)
+        self.gate = ApprovalGate(present=self._present_approval, scope=self._conversation_scope)
         self.mcp: Any = None
         self._needs_resume = False
+        loop = mainloop.capture()
+        if loop is not None:
+            interrupt.install(getattr(shell, "kernel", None), self._running_turn, self._mark_interrupted, self.interrupt, loop)
+
+    def _conversation_scope(self) -> str:
+        """"Always" answers belong to the current conversation (a temporary one by its object)."""
+        session = self.session
+        if session is None:
+            return ""
+        return session.conversation_id or f"temporary-{id(session)}"
+
+    def _running_turn(self) -> Any:
+        session = self.session
+        return session._task if session is not None and session.busy else None
+
+    def _mark_interrupted(self) -> None:
+        if self.session is not None:
+            self.session.request_stop()
+
+    def interrupt(self) -> int:
+        """Jupyter's Interrupt: stop the running turn and empty the queue."""
+        return self.session.stop_all() if self.session is not None else 0
 
     def _present_approval(self, request: Any) -> None:
         session = self.session

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 APPROVE_ENV = "AGENTIK_APPROVE"
 TIMEOUT_ENV = "AGENTIK_APPROVAL_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0
+CODE_TOOL = "run_code"
 
 Mode = Literal["auto", "deny", "ask"]
 Decision = Literal["approved", "denied", "timeout", "cancelled"]
@@ -71,7 +72,9 @@ class ApprovalRequest:
         self.id = call.id
         self.tool_name = call.name
         self.arguments = dict(call.args)
-        code = self.arguments.get("code", self.arguments.get("source"))
+        # Only run_code's `code` is shown as code; any other tool's arguments are listed one by
+        # one (a `source` of move_file is a path, not what runs).
+        code = self.arguments.get("code") if call.name == CODE_TOOL else None
         self.code: str | None = code if isinstance(code, str) else None
         self.decision: Decision | None = None
         self.always = False
@@ -92,6 +95,13 @@ class ApprovalRequest:
         if self.code is not None:
             return self.code
         return json.dumps(self.arguments, indent=2, ensure_ascii=False, default=str)
+
+    @property
+    def other_arguments(self) -> dict[str, object]:
+        """Every argument the code view does not show (all of them for tools other than run_code)."""
+        if self.code is None:
+            return dict(self.arguments)
+        return {k: v for k, v in self.arguments.items() if k != "code"}
 
     @property
     def done(self) -> bool:
@@ -185,13 +195,20 @@ class ApprovalGate:
         timeout: float | None = None,
         *,
         notify: Callable[[str], None] | None = None,
+        scope: Callable[[], str] | None = None,
     ) -> None:
         self.present = present
         self.timeout = timeout
         self.notify = notify or _stderr
-        self.always: set[str] = set()
+        self.scope = scope or (lambda: "")
+        self._always: dict[str, set[str]] = {}
         self.pending: dict[str, ApprovalRequest] = {}
         self.last: ApprovalRequest | None = None
+
+    @property
+    def always(self) -> set[str]:
+        """Tools allowed "always" in the current conversation (`scope`): not kernel-wide."""
+        return self._always.setdefault(self.scope(), set())
 
     async def __call__(self, call: ToolCall, definition: ToolDefinition) -> bool:
         mode = approve_mode()
@@ -249,7 +266,7 @@ def effective_policy(definition: ToolDefinition, gate: ApprovalGate | None = Non
     if mode != "ask":
         return f"{mode} ({APPROVE_ENV}={mode})"
     if gate is not None and definition.name in gate.always:
-        return "auto (always allowed this session)"
+        return "auto (always allowed in this conversation; %agent policy --reset asks again)"
     if gate is not None and gate.present is None:
         return "ask (no approval UI: denied)"
     return "ask"

@@ -132,7 +132,7 @@ class _FrontendCells:
         answer: asyncio.Future[str | None] = loop.create_future()
         self._waiting[request_id] = answer
 
-        def closed(_msg: Any) -> None:
+        def closed(_msg: Any) -> None:  # may run on a subshell's thread: the timer goes on the turn's loop
             loop.call_soon_threadsafe(loop.call_later, CLOSED_GRACE_S, _settle, answer, None)
 
         data = {"action": "insert_cell", "request_id": request_id, "source": source, "after_cell_id": after_cell_id}

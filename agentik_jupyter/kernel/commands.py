@@ -16,15 +16,17 @@ Usage: %agent <command>
   resume [ID]       continue a session (the latest when no ID)
   new               start a new session
   rename TITLE      rename the current session
-  delete ID         delete a session and its messages
+  delete ID         delete a session and its messages (an unambiguous id prefix will do)
   tools             the tools the model can call, with their approval policy
+  policy            the tools allowed "always" in this conversation
   policy TOOL auto|ask|deny
-                    change a tool's approval policy for this kernel
+                    change a tool's approval policy for this kernel (ask also revokes "always")
+  policy --reset    revoke every "always" of this conversation
   mcp [trust|untrust [PATH]]
                     the MCP config, whether it is trusted; trust or untrust it
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
-  stop              stop the running turn
+  stop [--all]      stop the running turn (--all: and the queued ones)
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
   fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
@@ -139,12 +141,13 @@ async def _delete(agent: Any, args: list[str]) -> None:
         print("Usage: %agent delete ID")
         return
     db = await agent.open_db()
-    if await db.delete_conversation(args[0]):
-        if agent.session is not None and agent.session.conversation_id == args[0]:
+    wanted = await _full_id(db, args[0])
+    if wanted is not None and await db.delete_conversation(wanted):
+        if agent.session is not None and agent.session.conversation_id == wanted:
             agent.session.new_conversation()
-        print(f"Deleted session {args[0]}.")
+        print(f"Deleted session {wanted}.")
     else:
-        print(f"No session {args[0]!r}.")
+        print(f"No session {args[0]!r} (or the prefix matches several); see %agent sessions.")
 
 
 async def _tools(agent: Any, args: list[str]) -> None:
@@ -158,14 +161,24 @@ async def _tools(agent: Any, args: list[str]) -> None:
 
 
 async def _policy(agent: Any, args: list[str]) -> None:
+    if not args:
+        allowed = sorted(agent.gate.always)
+        print("Allowed always in this conversation: " + (", ".join(allowed) if allowed else "none"))
+        return
+    if args == ["--reset"]:
+        agent.gate.forget()
+        print("Every tool whose policy is ask asks again.")
+        return
     if len(args) != 2 or args[1] not in {"auto", "ask", "deny"}:
-        print("Usage: %agent policy TOOL auto|ask|deny")
+        print("Usage: %agent policy [TOOL auto|ask|deny | --reset]")
         return
     try:
         agent.registry.set_policy(args[0], args[1])
     except KeyError as exc:
         print(f"agentik: {exc.args[0]}")
         return
+    if args[1] == "ask":
+        agent.gate.forget(args[0])
     print(f"{args[0]}: {args[1]}")
 
 
@@ -192,8 +205,16 @@ async def _panel(agent: Any, args: list[str]) -> None:
 
 
 async def _stop(agent: Any, args: list[str]) -> None:
-    stopped = agent.session is not None and agent.session.stop()
-    print("Stopped." if stopped else "Nothing is running.")
+    session = agent.session
+    if session is None:
+        print("Nothing is running.")
+    elif args == ["--all"]:
+        count = session.stop_all()
+        print(f"Stopped {count} turn(s)." if count else "Nothing is running.")
+    else:
+        stopped = session.stop()
+        queued = f" {session.queued} queued turn(s) follow; %agent stop --all stops them." if session.queued else ""
+        print(("Stopped." if stopped else "Nothing is running.") + queued)
 
 
 async def _instructions(agent: Any, args: list[str]) -> None:

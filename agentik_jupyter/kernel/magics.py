@@ -33,11 +33,11 @@ def _display(obj: Any) -> Any:
 
 
 def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
-    """Show this cell's view and start its turn (after any turn still running)."""
+    """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
     from ..notebook.mentions import expand_mentions
     from ..widgets import TurnView
     from .agent import get_agent
-    from .cells import ANCHOR, CellAnchor, asking_cell_id
+    from .cells import CellAnchor, anchored, asking_cell_id
 
     text = text.rstrip()
     agent = get_agent(shell)
@@ -46,22 +46,21 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     replace = None if opts.wait else (lambda bundle: handle.update(bundle, raw=True))
     view = TurnView(session, text, wait=True, display=replace)
     handle = _display(view)
-    previous = session._task if session.busy else None
     anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
 
-    async def turn() -> Any:
-        ANCHOR.set(anchor)  # insert_cell proposals go below this cell
-        if previous is not None:
-            await asyncio.wait([previous])
+    def on_start() -> None:
         session.approval_presenter = view.present_approval
         view.attach()
-        return await session.send(
-            await expand_mentions(shell, agent.registry, text),
+
+    with anchored(anchor):  # insert_cell proposals go below this cell (the task copies the context)
+        task = session.start_turn(
+            text,
+            expand=lambda question: expand_mentions(shell, agent.registry, question),
             model=opts.model,
             prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
+            on_start=on_start,
+            cell_id=anchor.cell_id,
         )
-
-    task = asyncio.get_running_loop().create_task(turn())
     view.track(task)
     if not opts.wait:
         task.add_done_callback(lambda _: view.finish())
@@ -76,7 +75,12 @@ async def run_cell_turn(shell: Any, line: str, text: str) -> None:
         print(f"agentik: {exc}")
         return
     view, task = _start(shell, opts, text)
-    await asyncio.wait([task])
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError:
+        # Jupyter's Interrupt cancels the awaiting cell: it stops this turn (Interrupt = Stop).
+        view.session.cancel(task)
+        await asyncio.wait([task])
     view.finish()
 
 
@@ -96,6 +100,7 @@ class AgentMagics(Magics):
     def agent_line(self, line: str) -> None:
         """`%agent status|sessions|resume [ID]|new|rename TITLE|delete ID|tools|config|panel|stop`."""
         from .commands import run_command
+        from .mainloop import run_on_main
 
-        task = asyncio.get_running_loop().create_task(run_command(self.shell, line))
+        task = run_on_main(run_command(self.shell, line))
         task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)

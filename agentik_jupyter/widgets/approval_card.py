@@ -6,10 +6,12 @@ is decided, by a click, a timeout or a Stop, the buttons go and the decision sta
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
+from ..kernel.mainloop import main_thread_callback
 from .markdown import escape
 from .protocol import ApprovalRequestLike
 
@@ -21,21 +23,51 @@ DECISIONS: dict[str, str] = {
 }
 
 
+FOLD_CHARS = 400  # an argument longer than this is folded (a click opens it), never cut
+PRE_STYLE = ("max-height:24em;overflow:auto;border:1px solid #ddd;padding:4px;margin:2px 0;"
+             "white-space:pre-wrap;overflow-wrap:anywhere")
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def argument_html(name: str, value: Any) -> str:
+    """One argument, whole: long values are folded in a <details>, not dropped."""
+    text = _value_text(value)
+    pre = f'<pre style="{PRE_STYLE}"><code>{escape(text)}</code></pre>'
+    label = f"<code>{escape(name)}</code>"
+    if len(text) > FOLD_CHARS:
+        return (f'<details class="agentik-arg"><summary>{label} ({len(text):,} characters): '
+                f"{escape(text[:80])}…</summary>{pre}</details>")
+    return f'<div class="agentik-arg">{label}:{pre}</div>'
+
+
 def approval_html(request: ApprovalRequestLike) -> str:
-    """The question and the exact code or arguments, as escaped HTML."""
-    what = "run this code" if request.language == "python" else "call this tool with these arguments"
-    return (
-        f"<div><b>Approve?</b> The agent wants to {what} "
-        f"(<code>{escape(request.tool_name)}</code>):</div>"
-        f'<pre style="max-height:24em;overflow:auto;border:1px solid #ddd;padding:4px">'
-        f'<code class="language-{escape(request.language)}">{escape(request.display_text)}</code></pre>'
-    )
+    """The question and every argument of the call, as escaped HTML (code only for run_code)."""
+    arguments = getattr(request, "arguments", None)
+    others = getattr(request, "other_arguments", arguments)
+    code_view = request.language == "python"
+    what = "run this code" if code_view else "call this tool with these arguments"
+    parts = [f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>"]
+    if code_view or others is None:
+        parts.append(f'<pre style="{PRE_STYLE}"><code class="language-{escape(request.language)}">'
+                     f"{escape(request.display_text)}</code></pre>")
+    if others:
+        if code_view:
+            parts.append("<div>with:</div>")
+        parts.extend(argument_html(str(name), value) for name, value in others.items())
+    elif others is not None and not code_view:
+        parts.append("<div><em>(no arguments)</em></div>")
+    return "".join(parts)
 
 
 def decision_text(request: ApprovalRequestLike) -> str:
     text = DECISIONS.get(request.decision or "", "Pending")
     if request.decision == "approved" and request.always:
-        text += f" (always for {request.tool_name} in this session)"
+        text += f" (always for {request.tool_name} in this conversation)"
     elif request.decision == "denied" and request.reason and request.reason != "denied by the user":
         text += f" ({request.reason})"
     return text
@@ -50,11 +82,12 @@ class ApprovalCard:
         self.approve_button = Button(description="Approve", button_style="success", icon="check")
         self.deny_button = Button(description="Deny", button_style="danger", icon="times")
         self.always_button = Button(
-            description="Always for this session", button_style="warning", layout=Layout(width="auto")
+            description="Always in this conversation", button_style="warning", layout=Layout(width="auto")
         )
-        self.approve_button.on_click(lambda _: self.request.approve())
-        self.deny_button.on_click(lambda _: self.request.deny())
-        self.always_button.on_click(lambda _: self.request.approve(always=True))
+        # Clicks may arrive on a kernel subshell's thread: decide on the main loop.
+        self.approve_button.on_click(main_thread_callback(lambda _: self.request.approve()))
+        self.deny_button.on_click(main_thread_callback(lambda _: self.request.deny()))
+        self.always_button.on_click(main_thread_callback(lambda _: self.request.approve(always=True)))
         self.buttons = HBox(children=(self.approve_button, self.deny_button, self.always_button))
         self.outcome = HTML(value="")
         self.widget = VBox(

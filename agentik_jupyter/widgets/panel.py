@@ -21,6 +21,7 @@ from .markdown import escape, render_markdown
 from .protocol import ApprovalRequestLike, SessionLike
 from .status import ErrorBanner, StatusLine
 from .turn_view import close_tree
+from ..kernel.mainloop import main_thread_callback
 
 PANEL_TEXT = "Agent chat panel"
 SUBMIT_SETTLE_S = 0.5
@@ -53,14 +54,15 @@ class ChatPanel:
         self.notice = HTML(value="")
         self.input = Text(placeholder="Ask the agent… (Enter sends)", continuous_update=True,
                           layout=Layout(flex="1 1 auto"))
-        self.input.on_msg(self._on_input_msg)
-        self.input.observe(self._on_input_value, names="value")
+        # Widget messages may arrive on a kernel subshell's thread: hand them to the main loop.
+        self.input.on_msg(main_thread_callback(self._on_input_msg))
+        self.input.observe(main_thread_callback(self._on_input_value), names="value")
         self._submit_due = False
         self._submit_timer: asyncio.TimerHandle | None = None
         self.send_button = Button(description="Send", button_style="primary", icon="paper-plane")
-        self.send_button.on_click(lambda _: self.send())
+        self.send_button.on_click(main_thread_callback(lambda _: self.send()))
         self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy)
-        self.stop_button.on_click(lambda _: self.session.stop())
+        self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
         self.widget = VBox(children=(
             self.title, self.scroller, self.banner.widget,
             HBox(children=(self.input, self.send_button, self.stop_button)),
@@ -87,19 +89,20 @@ class ChatPanel:
             return None
         from ..kernel.cells import CellAnchor, anchored
 
-        try:
-            with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
-                self.last_task = self.session.start_turn(message)
-        except RuntimeError as exc:
-            self.notice.value = f"<em>{escape(str(exc))}: press Stop or wait.</em>"
-            return None
+        with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
+            self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
+        ahead_of = getattr(self.session, "ahead_of", None)
+        ahead = ahead_of(self.last_task) if ahead_of is not None else None
+        self.notice.value = f"<em>Queued ({ahead} ahead)</em>" if ahead else ""
+        if text is None:
+            self.input.value = ""
+        return self.last_task
+
+    def _on_turn_start(self) -> None:
         # This turn's approvals belong in this panel, not in the view of the last `%%agent`
         # cell (which set itself as the presenter for its own turn and has since ended).
         self.session.approval_presenter = self.present_approval
         self.notice.value = ""
-        if text is None:
-            self.input.value = ""
-        return self.last_task
 
     def _on_input_msg(self, widget: Any, content: dict[str, Any], buffers: Any) -> None:
         """Enter: send once the box has settled.

@@ -8,6 +8,7 @@ from typing import Callable
 
 from ipywidgets import HTML, Button, HBox, Layout
 
+from ..kernel.mainloop import main_thread_callback
 from ..orchestrator import AWAITING_APPROVAL
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
@@ -40,6 +41,7 @@ class StatusLine:
         self._reason: EndReason | None = None
         self._usage: Usage | None = None
         self._waiting = False
+        self._ahead: int | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._unsubscribe = agent_store.subscribe(self._on_state)
 
@@ -54,9 +56,9 @@ class StatusLine:
             return None
         return (self._ended or self.clock()) - self._started
 
-    def waiting(self) -> None:
-        """Queued behind another turn."""
-        self._waiting = True
+    def waiting(self, ahead: int | None = None) -> None:
+        """Queued behind other turns (`ahead` of them, when known)."""
+        self._waiting, self._ahead = True, ahead
         self._render()
 
     def begin(self) -> None:
@@ -74,7 +76,9 @@ class StatusLine:
     def text(self) -> str:
         """The line as plain text (what the widget shows)."""
         if self._started is None:
-            return "Waiting for the previous turn…" if self._waiting else ""
+            if not self._waiting:
+                return ""
+            return f"⏳ Queued ({self._ahead} ahead)" if self._ahead else "Waiting for the previous turn…"
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:
             parts = [ENDINGS.get(self._reason or "complete", "Done"), elapsed, usage_text(self._usage)]
@@ -133,7 +137,7 @@ class ErrorBanner:
         self._store = chat_store
         self.message = HTML(value="", layout=Layout(flex="1 1 auto"))
         self.dismiss = Button(description="Dismiss", tooltip="Clear the error", layout=Layout(width="auto"))
-        self.dismiss.on_click(lambda _: self._store.set_error(None))
+        self.dismiss.on_click(main_thread_callback(lambda _: self._store.set_error(None)))
         self.widget = HBox(
             children=(self.message, self.dismiss),
             layout=Layout(display="none", border="1px solid #b00020", padding="2px 6px", margin="4px 0"),

@@ -22,6 +22,7 @@ from .body import TurnBody
 from .markdown import escape
 from .protocol import ApprovalRequestLike, SessionLike
 from .status import StatusLine
+from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
 
 __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
@@ -67,7 +68,7 @@ class TurnView:
         self.body = TurnBody(clock=clock)
         self.status = StatusLine(session.agent_store, clock=clock)
         self.stop_button = Button(description="Stop", icon="stop", disabled=True, tooltip="Stop this turn")
-        self.stop_button.on_click(lambda _: self.stop())
+        self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
         self.header = HTML(value=f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                                  f"{escape(question)}</span></div>")
         self.footer = HBox(children=(self.status.widget, self.stop_button))
@@ -83,8 +84,9 @@ class TurnView:
         self._displayed = False
         self._baseline: set[str] = {m.id for m in session.chat_store.messages}
         self._turn_messages: list[ChatMessage] = []
+        self.task: asyncio.Future[Any] | None = None
         self._unsubscribe = [session.on_event(self._on_event), session.chat_store.subscribe(self._on_chat)]
-        if session.busy:
+        if session.busy or getattr(session, "queued", 0):
             self.status.waiting()
         else:
             self.attach()
@@ -104,11 +106,29 @@ class TurnView:
             self.stop_button.disabled = False
 
     def track(self, task: asyncio.Future[Any]) -> None:
-        """Conclude the view if the turn's task ends without an End event (crash, cancel)."""
+        """Follow this turn's task: its place in the queue, and its end without an End event."""
+        self.task = task
         task.add_done_callback(self._task_done)
+        on_queue = getattr(self.session, "on_queue", None)
+        if on_queue is not None:
+            self._unsubscribe.append(on_queue(self._on_queue))
+            self._on_queue()
 
     def stop(self) -> bool:
-        return self.session.stop() if self.armed and not self.ended else False
+        """Stop this turn: take it out of the queue, or stop it if it runs."""
+        if self.ended:
+            return False
+        cancel = getattr(self.session, "cancel", None)
+        if self.task is not None and cancel is not None:
+            return bool(cancel(self.task))
+        return self.session.stop() if self.armed else False
+
+    def _on_queue(self) -> None:
+        ahead_of = getattr(self.session, "ahead_of", None)
+        ahead = ahead_of(self.task) if ahead_of is not None and self.task is not None else None
+        if ahead is not None and not self.ended:
+            self.status.waiting(ahead)
+            self.stop_button.disabled = False
 
     def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
         """Show an approval card in this turn (the session's approval_presenter)."""
@@ -129,7 +149,9 @@ class TurnView:
                     self.stop_button.disabled = True
                     self.status.waiting()
                 continue
-            if self.armed and not self.ended:
+            # Only what this turn adds after it started: a resume inside the turn's `prepare`
+            # loads the earlier turns into the store, and they are not this turn's messages.
+            if self.armed and self.started and not self.ended:
                 self._turn_messages.append(m)
 
     def _on_event(self, event: Event) -> None:
@@ -153,7 +175,9 @@ class TurnView:
             self.body.handle_error(f"{type(exc).__name__}: {exc}")
             self._conclude("error", None)
         else:
-            self._conclude(self.reason or "complete", None)
+            # a turn taken out of the queue never started: its outcome says how it ended
+            reason = getattr(task.result(), "reason", None)
+            self._conclude(self.reason or reason or "complete", None)
 
     # ---- the end ----
 
