@@ -17,6 +17,7 @@ from .orchestrator import Approver, EventListener, Orchestrator, Transport, Turn
 from .persistence.budget import first_turn_to_keep
 from .persistence import AsyncSessionDB, AuditEntry, ConversationInfo, SessionDBError, context_budget, estimate_tokens
 from .registry import ToolRegistry
+from .security.scrub import scrub
 from .store import AgentStore, ChatStore
 from .types import (
     AgentContext,
@@ -116,6 +117,7 @@ class Session:
         self.model = model
         self.approval_presenter: Callable[[Any], None] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
+        self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
         self.last_outcome: TurnOutcome | None = None
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._task: asyncio.Task[TurnOutcome] | None = None
@@ -261,9 +263,10 @@ class Session:
                 context = self.context_provider()
             if context is not None and cell_id is not None:
                 context = context.model_copy(update={"cell_id": cell_id})
+            expand = expand or self.expander
             if expand is not None:  # e.g. @mentions of variables, read when the turn starts
                 text = await expand(text)
-            return await self._turn(text, context, model, prepare)
+            return await self._turn(scrub(text), context, model, prepare)  # a pasted key never leaves
         finally:
             self._task = None
             self._lock.release()

@@ -50,3 +50,20 @@ def test_a_mentioned_frame_reaches_the_model_with_its_profile(tmp_path: Path) ->
     assert "@example" not in question.split(HEADER, 1)[1]
     shown = transcript(cell.outputs)["text/plain"]  # the cell shows the question as typed, and the answer
     assert "Two prices are missing." in shown and HEADER not in shown
+
+
+async def test_every_turn_of_a_session_expands_mentions_panel_sends_included() -> None:
+    from agentik_jupyter.registry import ToolRegistry
+    from agentik_jupyter.session import Session
+    from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+
+    transport = ScriptedTransport([Step.say("Seen.")])
+    session = Session(transport, ToolRegistry(), temporary=True)
+
+    async def expander(question: str) -> str:
+        return question + "\n\n" + HEADER + "\n\n### @sales\n3 rows"
+
+    session.expander = expander  # what KernelAgent sets; the panel calls start_turn without `expand`
+    await session.start_turn("How big is @sales?")
+    (user,) = [m for m in session.chat_store.messages if m.role == "user"]
+    assert user.content.endswith("### @sales\n3 rows")

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..notebook.mentions import expand_mentions
 from ..persistence import AsyncSessionDB, DBLocation, locate_db
 from ..registry import ToolRegistry, default_registry
 from ..session import Session
@@ -109,6 +110,7 @@ class KernelAgent:
     def _make_session(self, temporary: bool = False) -> Session:
         session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
         session.context_provider = self.context
+        session.expander = lambda question: expand_mentions(self.shell, self.registry, question)
         return session
 
     def context(self, cell_id: str | None = None) -> AgentContext:

@@ -32,14 +32,14 @@ def _display(obj: Any) -> Any:
     return display(obj, display_id=True)
 
 
-def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
+def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
     """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
-    from ..notebook.mentions import expand_mentions
+    from ..security.scrub import scrub
     from ..widgets import TurnView
     from .agent import get_agent
     from .cells import CellAnchor, anchored, asking_cell_id
 
-    text = text.rstrip()
+    text = scrub(text.rstrip())  # the view shows what the session sends
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
     handle: Any = None
@@ -55,7 +55,6 @@ def _start(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[
     with anchored(anchor):  # insert_cell proposals go below this cell (the task copies the context)
         task = session.start_turn(
             text,
-            expand=lambda question: expand_mentions(shell, agent.registry, question),
             model=opts.model,
             prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
             on_start=on_start,
@@ -74,7 +73,7 @@ async def run_cell_turn(shell: Any, line: str, text: str) -> None:
     except OptionsError as exc:
         print(f"agentik: {exc}")
         return
-    view, task = _start(shell, opts, text)
+    view, task = start_cell_turn(shell, opts, text)
     try:
         await asyncio.wait([task])
     except asyncio.CancelledError:
@@ -94,7 +93,7 @@ class AgentMagics(Magics):
         except OptionsError as exc:
             print(f"agentik: {exc}")
             return
-        _start(self.shell, opts, cell)
+        start_cell_turn(self.shell, opts, cell)
 
     @line_magic("agent")
     def agent_line(self, line: str) -> None:

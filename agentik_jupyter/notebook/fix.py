@@ -162,12 +162,11 @@ async def fix_command(agent: Any, args: list[str]) -> None:
         print("agentik: no cell has failed since the extension was loaded: "
               "run the failing cell again, or name it with %agent fix CELL_ID.")
         return
-    from ..kernel.magics import _start as start_turn
-    from ..kernel.magics import run_cell_turn
+    from ..kernel.magics import run_cell_turn, start_cell_turn
     from ..kernel.turn_options import parse_options
 
     prompt = fix_prompt(failure, shell.user_ns)
     if parse_options("").wait:
         await run_cell_turn(shell, "", prompt)
     else:
-        start_turn(shell, parse_options(""), prompt)
+        start_cell_turn(shell, parse_options(""), prompt)

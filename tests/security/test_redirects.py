@@ -39,3 +39,4 @@ async def test_a_307_to_another_origin_is_an_error_and_the_target_gets_nothing(
         assert caught.value.status == 307 and "307" in message
         assert f"http://127.0.0.1:{elsewhere.port}" in message
         assert "/v1/" not in message and "key=abc" not in message and KEY not in message
+
