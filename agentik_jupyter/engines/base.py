@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Protocol, TypeVar
 
-from .limits import CANCEL_GRACE_S, POLL_S
+from .limits import CANCEL_GRACE_S, POLL_S, SAMPLE_ROWS
 
 T = TypeVar("T")
 
@@ -104,6 +104,20 @@ class Engine(Protocol):
 
 _running: set[Callable[[], None]] = set()
 _running_lock = threading.Lock()
+
+
+def first_rows_sample(job: Job[StatsResult], via: str) -> Job[StatsResult]:
+    """Statistics on the first SAMPLE_ROWS rows (`job` computes them), labelled as such.
+
+    DuckDB, Spark and Polars read every row for a random sample, so their fallback is a prefix.
+    """
+    def run() -> StatsResult:
+        result = job.run()
+        result.sample_how = f"its first rows, via {via}"
+        result.covers_all = result.rows < SAMPLE_ROWS
+        return result
+
+    return Job(run, job.cancel)
 
 
 def cancel_running() -> int:

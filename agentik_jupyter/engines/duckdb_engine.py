@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any, Callable, TypeVar
 
-from .base import ColumnStats, Head, Job, StatsResult
+from .base import ColumnStats, Head, Job, StatsResult, first_rows_sample
 from .limits import SAMPLE_ROWS
 
 _VIEW = "agentik_rel"
@@ -122,12 +122,4 @@ class DuckDBEngine:
         return self._stats(columns, _VIEW)
 
     def sample_stats(self, columns: list[str], total_rows: int | None) -> Job[StatsResult]:
-        job = self._stats(columns, f"(SELECT * FROM {_VIEW} LIMIT {SAMPLE_ROWS})")
-
-        def run() -> StatsResult:
-            result = job.run()
-            result.sample_how = "its first rows, via LIMIT"
-            result.covers_all = result.rows < SAMPLE_ROWS
-            return result
-
-        return Job(run, job.cancel)
+        return first_rows_sample(self._stats(columns, f"(SELECT * FROM {_VIEW} LIMIT {SAMPLE_ROWS})"), "LIMIT")

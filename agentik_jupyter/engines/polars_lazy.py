@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from .base import ColumnStats, Head, Job, StatsResult
+from .base import ColumnStats, Head, Job, StatsResult, first_rows_sample
 from .limits import POLL_S, SAMPLE_ROWS
 
 
@@ -123,15 +123,7 @@ class PolarsLazyEngine:
         return self._stats(self.lf, columns)
 
     def sample_stats(self, columns: list[str], total_rows: int | None) -> Job[StatsResult]:
-        job = self._stats(self.lf.head(SAMPLE_ROWS), columns)
-
-        def run() -> StatsResult:
-            result = job.run()
-            result.sample_how = "its first rows, via head"
-            result.covers_all = result.rows < SAMPLE_ROWS
-            return result
-
-        return Job(run, job.cancel)
+        return first_rows_sample(self._stats(self.lf.head(SAMPLE_ROWS), columns), "head")
 
 
 def _head(frame: Any) -> Head:

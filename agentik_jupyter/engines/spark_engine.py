@@ -13,7 +13,7 @@ import itertools
 import sys
 from typing import Any
 
-from .base import ColumnStats, Head, Job, StatsResult
+from .base import ColumnStats, Head, Job, StatsResult, first_rows_sample
 from .limits import SAMPLE_ROWS
 
 _groups = itertools.count(1)
@@ -130,12 +130,4 @@ class SparkEngine:
         return self._stats(self.df, columns)
 
     def sample_stats(self, columns: list[str], total_rows: int | None) -> Job[StatsResult]:
-        job = self._stats(self.df.limit(SAMPLE_ROWS), columns)
-
-        def run() -> StatsResult:
-            result = job.run()
-            result.sample_how = "its first rows, via limit"
-            result.covers_all = result.rows < SAMPLE_ROWS
-            return result
-
-        return Job(run, job.cancel)
+        return first_rows_sample(self._stats(self.df.limit(SAMPLE_ROWS), columns), "limit")

@@ -18,7 +18,7 @@ from ..types import PersistedMessage
 from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
 from .models import AuditEntry, AuditPage, ConversationInfo
 from .readonly import exists_with_data, read_only
-from .schema import CURRENT_VERSION
+from .schema import CONVERSATION_SELECT, CURRENT_VERSION
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
@@ -26,12 +26,6 @@ EVENTS_PER_READ = 200
 CHANGE_LOG_VERSION = 3
 
 _RECORD = TypeAdapter(PersistedMessage)
-_CONVERSATIONS = """
-    SELECT c.id, c.title, c.is_temporal, c.created_at, c.updated_at,
-           (SELECT count(*) FROM message m
-             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant'))
-    FROM conversation c
-"""
 
 
 def _info(row: tuple[Any, ...]) -> ConversationInfo:
@@ -83,7 +77,7 @@ class SessionReader:
 
         def body(conn: sqlite3.Connection, version: int) -> tuple[list[ConversationInfo], int]:
             rows = conn.execute(
-                _CONVERSATIONS + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
+                CONVERSATION_SELECT + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
             return [_info(r) for r in rows], _position(conn, version)
@@ -97,7 +91,7 @@ class SessionReader:
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         def body(conn: sqlite3.Connection, _version: int) -> ConversationInfo | None:
-            row = conn.execute(_CONVERSATIONS + " WHERE c.id = ?", (conversation_id,)).fetchone()
+            row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
             return _info(row) if row else None
 
         info = self._read(body, None)
@@ -175,7 +169,7 @@ class SessionReader:
                 else:
                     event["title"] = title
                     if kind != "deleted":  # the session as it is now (absent if deleted since)
-                        row = conn.execute(_CONVERSATIONS + " WHERE c.id = ?", (conv,)).fetchone()
+                        row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conv,)).fetchone()
                         if row is not None:
                             event["session"] = _info(row).model_dump()
                 events.append(event)

@@ -174,3 +174,13 @@ def migrate(conn: sqlite3.Connection, path: Path, target: int = CURRENT_VERSION)
             conn.execute("ROLLBACK")
         raise
     return version
+
+
+CONVERSATION_SELECT = """
+    SELECT c.id, c.title, c.is_temporal, c.created_at, c.updated_at,
+           (SELECT count(*) FROM message m
+             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant'))
+    FROM conversation c
+"""
+"""A conversation row as ConversationInfo reads it (message_count counts user and assistant rows);
+the kernels' SessionDB and the server's read-only SessionReader append their WHERE clauses."""

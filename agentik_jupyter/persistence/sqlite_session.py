@@ -41,7 +41,7 @@ from .errors import (
 )
 from .models import AuditEntry, AuditPage, AuditRef, ConversationInfo
 from .pairing import check_turn, complete_pairs
-from .schema import check_version, migrate
+from .schema import CONVERSATION_SELECT, check_version, migrate
 
 T = TypeVar("T")
 
@@ -49,12 +49,6 @@ INTERRUPTED_CODE = "interrupted"
 TITLE_MAX_CHARS = 60
 
 _RECORD = TypeAdapter(PersistedMessage)
-_CONVERSATION_SELECT = """
-    SELECT c.id, c.title, c.is_temporal, c.created_at, c.updated_at,
-           (SELECT count(*) FROM message m
-             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant'))
-    FROM conversation c
-"""
 
 
 def default_title(text: str, limit: int = TITLE_MAX_CHARS) -> str | None:
@@ -137,7 +131,7 @@ class SessionDB:
             )
 
     def _conversation_row(self, conn: sqlite3.Connection, conversation_id: str) -> tuple:
-        row = conn.execute(_CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
+        row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
         if row is None:
             raise ConversationNotFoundError(conversation_id, self.path)
         return row
@@ -246,7 +240,7 @@ class SessionDB:
 
         def body(conn: sqlite3.Connection) -> ConversationInfo | None:
             row = conn.execute(
-                _CONVERSATION_SELECT + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT 1"
+                CONVERSATION_SELECT + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT 1"
             ).fetchone()
             return _info(row) if row else None
 
@@ -257,7 +251,7 @@ class SessionDB:
     ) -> list[ConversationInfo]:
         """Sessions, most recently updated first, with their message counts."""
         where = "" if include_temporal else " WHERE c.is_temporal = 0"
-        sql = _CONVERSATION_SELECT + where + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?"
+        sql = CONVERSATION_SELECT + where + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?"
         return self._read(lambda conn: [_info(row) for row in conn.execute(sql, (limit, offset))])
 
     def rename_conversation(self, conversation_id: str, title: str | None) -> ConversationInfo:
