@@ -621,7 +621,11 @@ def test_9_saved_transcripts_render_without_a_kernel(lab: Lab) -> None:
     # the class is the extension's own (the text/html fallback beside it says agentik-transcript)
     lab.wait(lambda: transcripts.count() == expected, 30, f"{expected} transcripts drawn by the extension")
 
-    described = transcripts.filter(has_text="Describe the sales DataFrame for me.")
+    def asked(question: str) -> Any:
+        """The transcript of this question (others may quote it: read_notebook shows the cells)."""
+        return transcripts.filter(has=page.locator(".agentik-question").get_by_text(question, exact=True))
+
+    described = asked("Describe the sales DataFrame for me.")
     assert described.locator(".agentik-question").inner_text() == "Describe the sales DataFrame for me."
     card = described.locator("details.agentik-tool")
     assert card.count() == 1 and card.get_attribute("open") is None  # collapsed
@@ -629,7 +633,7 @@ def test_9_saved_transcripts_render_without_a_kernel(lab: Lab) -> None:
     lab.wait(lambda: card.locator(".agentik-preview table").is_visible(), 5, "the tool card's table when opened")
     assert "describe_dataframe" in lab.text(card.locator(":scope > summary"))
     assert "✓ Done" in lab.text(described.locator(".agentik-status"))
-    hello = transcripts.filter(has_text="Hello! What can you do?")
+    hello = asked("Hello! What can you do?")
     assert hello.locator(".agentik-assistant em", has_text="describe").count() == 1  # Markdown rendered
     lab.shot("transcript.png", at=card)
 
