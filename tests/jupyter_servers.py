@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Iterator
 
 import httpx2
+import pytest
+
+from agentik_jupyter.testing import FakeLLMServer
+from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 
 
 @dataclass
@@ -94,3 +98,11 @@ def jupyter(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+@contextlib.contextmanager
+def jupyter_for(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """A Jupyter Server whose provider is the fake LLM: the key is only in the server's environment."""
+    root, home = tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("home")
+    with jupyter(root, home, env=llm.env("openai-compatible", api_key=FAKE_API_KEY)) as running:
+        yield running

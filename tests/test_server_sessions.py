@@ -17,9 +17,8 @@ import pytest
 from agentik_jupyter.persistence import SessionDB
 from agentik_jupyter.persistence.schema import migrate
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from agentik_jupyter.types import AssistantMessage, UserMessage
-from tests.jupyter_servers import RunningServer, jupyter
+from tests.jupyter_servers import RunningServer, jupyter, jupyter_for
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -32,9 +31,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture(scope="module")
 def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    root = tmp_path_factory.mktemp("root")
-    home = tmp_path_factory.mktemp("home")
-    with jupyter(root, home, env=llm.env("openai-compatible", api_key=FAKE_API_KEY)) as running:
+    with jupyter_for(llm, tmp_path_factory) as running:
         yield running
 
 

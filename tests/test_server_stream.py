@@ -14,7 +14,7 @@ import pytest
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
-from tests.jupyter_servers import RunningServer, jupyter
+from tests.jupyter_servers import RunningServer, jupyter_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -30,9 +30,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture(scope="module")
 def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    root = tmp_path_factory.mktemp("root")
-    home = tmp_path_factory.mktemp("home")
-    with jupyter(root, home, env=llm.env("openai-compatible", api_key=FAKE_API_KEY)) as running:
+    with jupyter_for(llm, tmp_path_factory) as running:
         yield running
 
 
