@@ -106,6 +106,20 @@ _running: set[Callable[[], None]] = set()
 _running_lock = threading.Lock()
 
 
+def stats_from_row(row: list[Any], plan: list[tuple[str, list[str]]]) -> StatsResult:
+    """One aggregate row (the row count, then each column's parts in `plan` order) as StatsResult."""
+    values = iter(row)
+    rows = int(next(values))
+    result: dict[str, ColumnStats] = {}
+    for name, parts in plan:
+        stats = ColumnStats()
+        for part in parts:
+            value = next(values)
+            setattr(stats, part, int(value) if part in ("nulls", "distinct") else value)
+        result[name] = stats
+    return StatsResult(rows=rows, columns=result)
+
+
 def first_rows_sample(job: Job[StatsResult], via: str) -> Job[StatsResult]:
     """Statistics on the first SAMPLE_ROWS rows (`job` computes them), labelled as such.
 

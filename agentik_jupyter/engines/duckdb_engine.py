@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any, Callable, TypeVar
 
-from .base import ColumnStats, Head, Job, StatsResult, first_rows_sample
+from .base import Head, Job, StatsResult, first_rows_sample, stats_from_row
 from .limits import SAMPLE_ROWS
 
 _VIEW = "agentik_rel"
@@ -105,16 +105,7 @@ class DuckDBEngine:
         job = self._query(f"SELECT {', '.join(exprs)} FROM {source}")
 
         def run() -> StatsResult:
-            row = list(job.run()[0])
-            rows = int(row.pop(0))
-            result: dict[str, ColumnStats] = {}
-            for name, parts in plan:
-                stats = ColumnStats()
-                for part in parts:
-                    value = row.pop(0)
-                    setattr(stats, "nulls" if part == "nulls" else part, int(value) if part in ("nulls", "distinct") else value)
-                result[name] = stats
-            return StatsResult(rows=rows, columns=result)
+            return stats_from_row(list(job.run()[0]), plan)
 
         return Job(run, job.cancel)
 

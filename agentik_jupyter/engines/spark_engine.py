@@ -13,7 +13,7 @@ import itertools
 import sys
 from typing import Any
 
-from .base import ColumnStats, Head, Job, StatsResult, first_rows_sample
+from .base import Head, Job, StatsResult, first_rows_sample, stats_from_row
 from .limits import SAMPLE_ROWS
 
 _groups = itertools.count(1)
@@ -113,16 +113,7 @@ class SparkEngine:
             plan.append((name, parts))
 
         def action() -> StatsResult:
-            row = list(frame.agg(*exprs).collect()[0])
-            rows = int(row.pop(0))
-            result: dict[str, ColumnStats] = {}
-            for name, parts in plan:
-                stats = ColumnStats()
-                for part in parts:
-                    value = row.pop(0)
-                    setattr(stats, part, int(value) if part in ("nulls", "distinct") else value)
-                result[name] = stats
-            return StatsResult(rows=rows, columns=result)
+            return stats_from_row(list(frame.agg(*exprs).collect()[0]), plan)
 
         return self._job(action)
 
