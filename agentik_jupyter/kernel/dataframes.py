@@ -45,11 +45,8 @@ def frame_kind(value: Any) -> str | None:
     if pd is not None and isinstance(value, (pd.DataFrame, pd.Series)):
         return "pandas"
     pl = imported("polars")
-    if pl is not None:
-        if isinstance(value, (pl.DataFrame, pl.Series)):
-            return "polars"
-        if isinstance(value, pl.LazyFrame):
-            return "polars-lazy"
+    if pl is not None and isinstance(value, (pl.DataFrame, pl.Series)):
+        return "polars"
     return None
 
 
@@ -67,8 +64,6 @@ def describe_frame(name: str, value: Any, columns: list[str] | None = None) -> T
         text, preview = _describe_pandas(name, value, columns)
     elif kind == "polars":
         text, preview = _describe_polars(name, value, columns)
-    elif kind == "polars-lazy":
-        text, preview = _describe_lazy(name, value), None
     else:
         raise TypeError(
             f"{name!r} is a {type(value).__module__}.{type(value).__qualname__}, not a pandas or polars "
@@ -368,13 +363,3 @@ def _polars_column(pl: Any, s: Any, null_count: int, n_rows: int, sampled: bool)
         where = " in sample" if sampled else ""
         parts.append(f"{counts.height:,} distinct{where}, top {clip(repr(top), 40)} ({int(count):,})")
     return "; ".join(parts)
-
-
-def _describe_lazy(name: str, value: Any) -> str:
-    schema = value.collect_schema()
-    names = list(schema.names())
-    lines = [
-        f"polars LazyFrame {name!r}: {len(names):,} columns; not collected (rows unknown without running the query)."
-    ]
-    lines.extend(_column_lines(names[:MAX_COLUMNS], lambda i: str(schema[names[i]]), len(names), names[MAX_COLUMNS:]))
-    return "\n".join(lines)
