@@ -251,11 +251,54 @@ def write_saved_notebooks(root: Path) -> None:
         db.begin_turn(short.id, UserMessage(content="Only question"))
 
 
-def write_notebook(root: Path) -> None:
+def write_code_cells(path: Path, sources: list[str]) -> None:
+    """A notebook of these code cells, not run, with the kernel JupyterLab starts for it."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELL_SOURCES]
-    nbformat.write(nb, root / NOTEBOOK)
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nb, path)
+
+
+def write_notebook(root: Path) -> None:
+    write_code_cells(root / NOTEBOOK, CELL_SOURCES)
+
+
+@contextlib.contextmanager
+def lab_server(root: Path, home: Path, srv: FakeLLMServer, *, artifact: str, **env: str) -> Iterator[RunningServer]:
+    """JupyterLab on `root` talking to the fake LLM, its log saved as tests/artifacts/<artifact>.log.
+
+    The kernel must ask before run_code and must not wait in the cell: any AGENTIK_* the test
+    runner has (AGENTIK_APPROVE=auto, AGENTIK_WAIT=1 for nbval...) is left out of its environment.
+    """
+    quiet_lab_settings(home)
+    path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    with contextlib.ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as mp:
+            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
+                mp.delenv(name)
+            server = stack.enter_context(jupyter(root, home, app="lab", env={**srv.env(), **env, "PATH": path}, timeout=60))
+        stack.callback(lambda: save_artifact(f"{artifact}.log", server.log()))
+        yield server
+
+
+@contextlib.contextmanager
+def browser_lab(
+    srv: FakeLLMServer, server: RunningServer, *, artifact: str, height: int = 1100,
+    levels: tuple[str, ...] = ("error", "warning"),
+) -> Iterator[Lab]:
+    """A headless Debian chromium page on `server`; console lines of `levels` and page errors are
+    kept in `lab.console` and saved as tests/artifacts/<artifact>-console.log."""
+    with contextlib.ExitStack() as stack:
+        playwright = stack.enter_context(sync_api.sync_playwright())
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
+        stack.callback(browser.close)
+        page = browser.new_page(viewport={"width": 1280, "height": height})
+        page.set_default_timeout(15_000)
+        lab = Lab(srv, server, page)
+        stack.callback(lambda: save_artifact(f"{artifact}-console.log", "\n".join(lab.console) + "\n"))
+        page.on("console", lambda m: lab.console.append(f"{m.type}: {m.text}") if m.type in levels else None)
+        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
+        yield lab
 
 
 def quiet_lab_settings(home: Path) -> None:
@@ -272,35 +315,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root.mkdir()
     write_notebook(root)
     write_saved_notebooks(root)
-    quiet_lab_settings(home)
     (ARTIFACTS / "failed.png").unlink(missing_ok=True)  # from an earlier run
-    srv = FakeLLMServer(chunk_delay=CHUNK_DELAY).start()
-    venv_bin = str(Path(sys.executable).parent)
-    env = {
-        **srv.env(),
-        "AGENTIK_APPROVAL_TIMEOUT": "120",  # never hang forever if a click is lost
-        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-    }
-    with contextlib.ExitStack() as stack:
-        stack.callback(srv.stop)
-        # The kernel must ask before run_code and must not wait in the cell: clear any
-        # AGENTIK_* the test runner has (AGENTIK_APPROVE=auto, AGENTIK_WAIT=1 for nbval...).
-        with pytest.MonkeyPatch.context() as mp:
-            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
-                mp.delenv(name)
-            server = stack.enter_context(jupyter(root, home, app="lab", env=env, timeout=60))
-        # registered before the browser, so it runs after the browser has closed
-        stack.callback(lambda: save_artifact("jupyterlab.log", server.log()))
-        playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
-        stack.callback(browser.close)
-        page = browser.new_page(viewport={"width": 1280, "height": 1300})
-        page.set_default_timeout(15_000)
-        lab = Lab(srv, server, page)
-        stack.callback(lambda: save_artifact("console.log", "\n".join(lab.console) + "\n"))
-        page.on("console", lambda m: lab.console.append(f"{m.type}: {m.text}")
-                if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
+    with FakeLLMServer(chunk_delay=CHUNK_DELAY) as srv, \
+            lab_server(root, home, srv, artifact="jupyterlab", AGENTIK_APPROVAL_TIMEOUT="120") as server, \
+            browser_lab(srv, server, artifact="jupyterlab", height=1300) as lab:  # 120 s: a lost click never hangs
         yield lab
 
 

@@ -12,33 +12,24 @@ One JupyterLab, kernel and page for the module; steps run in file order.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
-    CHROMIUM,
-    CHROMIUM_ARGS,
     Lab,
-    quiet_lab_settings,
-    save_artifact,
+    browser_lab,
+    lab_server,
     tool_messages,
     wait_until,
+    write_code_cells,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-import nbformat  # noqa: E402
-from playwright import sync_api  # noqa: E402
-
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
-from .jupyter_servers import jupyter  # noqa: E402
 
 NOTEBOOK = "edits_demo.ipynb"
 CELL_LOAD, CELL_DATA, CELL_ASK, CELL_BROKEN = range(4)
@@ -55,30 +46,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("browser-notebook")
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in SOURCES]
-    nbformat.write(nb, root / NOTEBOOK)
-    quiet_lab_settings(home)
-    srv = FakeLLMServer().start()
-    env = {**srv.env(), "AGENTIK_DB_PATH": str(tmp / "s.agentik.db"), "AGENTIK_APPROVAL_TIMEOUT": "120",
-           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
-    with contextlib.ExitStack() as stack:
-        stack.callback(srv.stop)
-        with pytest.MonkeyPatch.context() as mp:
-            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
-                mp.delenv(name)
-            server = stack.enter_context(jupyter(root, home, app="lab", env=env, timeout=60))
-        stack.callback(lambda: save_artifact("jupyterlab-notebook.log", server.log()))
-        playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
-        stack.callback(browser.close)
-        page = browser.new_page(viewport={"width": 1280, "height": 1100})
-        page.set_default_timeout(15_000)
-        lab = Lab(srv, server, page)
-        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
-        page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+    write_code_cells(root / NOTEBOOK, SOURCES)
+    with FakeLLMServer() as srv, \
+            lab_server(root, home, srv, artifact="jupyterlab-notebook", AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
+                       AGENTIK_APPROVAL_TIMEOUT="120") as server, \
+            browser_lab(srv, server, artifact="jupyterlab-notebook") as lab:
+        lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
+        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
         yield lab
 
 

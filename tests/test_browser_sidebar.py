@@ -8,26 +8,18 @@ Reuses tests/test_browser.py's helpers; its own JupyterLab, kernel and page (mod
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from .test_browser import CHROMIUM, CHROMIUM_ARGS, Lab, quiet_lab_settings, save_artifact, wait_until
+from .test_browser import Lab, browser_lab, lab_server, wait_until, write_code_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
-
-import nbformat  # noqa: E402
-from playwright import sync_api  # noqa: E402
 
 from agentik_jupyter.persistence import SessionReader  # noqa: E402
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
-from .jupyter_servers import jupyter  # noqa: E402
 from .kernel_support import AGENT_EXPR  # noqa: E402
 
 NOTEBOOK = "live_sidebar.ipynb"
@@ -48,28 +40,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("browser_sidebar")
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELL_SOURCES]
-    nbformat.write(nb, root / NOTEBOOK)
-    quiet_lab_settings(home)
-    srv = FakeLLMServer().start()
-    env = {**srv.env(), "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
-    with contextlib.ExitStack() as stack:
-        stack.callback(srv.stop)
-        with pytest.MonkeyPatch.context() as mp:
-            for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
-                mp.delenv(name)
-            server = stack.enter_context(jupyter(root, home, app="lab", env=env, timeout=60))
-        stack.callback(lambda: save_artifact("jupyterlab_sidebar.log", server.log()))
-        playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
-        stack.callback(browser.close)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        page.set_default_timeout(15_000)
-        lab = Lab(srv, server, page)
-        page.on("console", lambda m: lab.console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
+    write_code_cells(root / NOTEBOOK, CELL_SOURCES)
+    with FakeLLMServer() as srv, lab_server(root, home, srv, artifact="jupyterlab_sidebar") as server, \
+            browser_lab(srv, server, artifact="jupyterlab_sidebar", height=1000, levels=("error",)) as lab:
         yield lab
 
 

@@ -37,10 +37,9 @@ import pytest
 from .test_browser import (  # noqa: F401  (skips this module, as that one, without chromium)
     CELL_AGENT,
     CELL_PANEL,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     WIDGET_ERROR,
     Lab,
+    browser_lab,
     quiet_lab_settings,
     run_first_cell,
     save_artifact,
@@ -50,7 +49,6 @@ from .test_browser import (  # noqa: F401  (skips this module, as that one, with
 
 import httpx2  # noqa: E402
 import nbformat  # noqa: E402
-from playwright import sync_api  # noqa: E402
 
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
@@ -226,17 +224,7 @@ def lab(installed: dict[str, Any], work: Path) -> Iterator[Lab]:
         stack.callback(srv.stop)
         server = stack.enter_context(installed_jupyter(installed, root, home, env))
         stack.callback(lambda: save_artifact("install-jupyterlab.log", server.log()))
-        playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
-        stack.callback(browser.close)
-        page = browser.new_page(viewport={"width": 1280, "height": 1100})
-        page.set_default_timeout(15_000)
-        lab = Lab(srv, server, page)
-        stack.callback(lambda: save_artifact("install-console.log", "\n".join(lab.console) + "\n"))
-        page.on("console", lambda m: lab.console.append(f"{m.type}: {m.text}")
-                if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: lab.console.append(f"pageerror: {e}"))
-        yield lab
+        yield stack.enter_context(browser_lab(srv, server, artifact="install"))
 
 
 def run_agent_cells(lab: Lab, answer: str, end: str) -> str:
