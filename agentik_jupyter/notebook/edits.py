@@ -21,10 +21,11 @@ from .frontend import NoFrontend, frontend
 
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
+ACCEPTED = "The user accepted the edit"  # how every accepted edit's result begins (export.py reads it)
 
 OUTCOMES = {
-    "accepted": "The user accepted the edit: cell {id} now holds the new source (not run).",
-    "accepted_and_run": "The user accepted the edit; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
+    "accepted": ACCEPTED + ": cell {id} now holds the new source (not run).",
+    "accepted_and_run": ACCEPTED + "; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
     "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
@@ -81,7 +82,7 @@ def _ran(cell_id: str, reply: dict[str, Any]) -> str:
     failed = any(isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
     verdict = "it still fails" if failed else "it ran without an error"
     shown = "\n".join(f"  -> {line}" for line in lines) if lines else "  (no output)"
-    return f"The user accepted the edit and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
+    return f"{ACCEPTED} and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
 
 
 async def propose_change(
