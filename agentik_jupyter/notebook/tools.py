@@ -17,6 +17,7 @@ from ..types import ToolDefinition, ToolOutput
 from .document import NotebookDoc, NotebookReadError, cells_from_json, load_saved
 from .edits import ReadLedger, propose_change
 from .frontend import NoFrontend, frontend
+from .images import output_images, with_images
 from .reading import cell_range, one_cell, overview
 
 NotebookPath = Callable[[], "Path | None"]
@@ -49,7 +50,9 @@ def _decision_timeout() -> float | None:
 def make_notebook_tools(notebook_path: NotebookPath) -> list[ToolDefinition]:
     ledger = ReadLedger()
 
-    async def read_notebook(cell_id: str | None = None, start: int | None = None, end: int | None = None) -> ToolOutput:
+    async def read_notebook(
+        cell_id: str | None = None, start: int | None = None, end: int | None = None, images: bool | None = None
+    ) -> ToolOutput:
         """Read the notebook's cells in order: ids, type, source, execution count and output summaries.
 
         Without arguments: every cell, clipped to fit. With cell_id: that cell in full.
@@ -60,18 +63,25 @@ def make_notebook_tools(notebook_path: NotebookPath) -> list[ToolDefinition]:
             cell_id: one cell's id (from the overview) to read in full
             start: first cell index of a range
             end: last cell index of a range (default: to the end)
+            images: also look at the images (plots) in the outputs read; default: yes for one cell, no otherwise
         """
         doc = await load_notebook(notebook_path)
         if cell_id:
             text = one_cell(doc, cell_id)
-            ledger.record(doc, only=doc.find(cell_id)[1].id)  # type: ignore[index]
+            cells = [doc.find(cell_id)[1]]  # type: ignore[index]
+            ledger.record(doc, only=cells[0].id)
         elif start is not None or end is not None:
             text = cell_range(doc, start or 0, end)
+            cells = doc.cells[start or 0:None if end is None else end + 1]
             ledger.record(doc)
         else:
             text = overview(doc)
+            cells = doc.cells
             ledger.record(doc)
-        return ToolOutput(text=text, display={"text/plain": text})
+        if not (images if images is not None else bool(cell_id)):
+            return ToolOutput(text=text, display={"text/plain": text})
+        found, vector = output_images(cells)
+        return with_images(text, found, vector, more_hint="read_notebook(cell_id=..., images=True) reads one cell's")
 
     async def edit_cell(cell_id: str, new_source: str) -> ToolOutput:
         """Propose new source for an existing cell; the user sees a diff on the cell and accepts or rejects it.
