@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import html
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from ..types import ToolOutput
 from .document import NotebookDoc, summarize_output
@@ -85,10 +85,17 @@ def _ran(cell_id: str, reply: dict[str, Any]) -> str:
     return f"{ACCEPTED} and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
 
 
+AfterRun = Callable[[str], Awaitable[str]]
+
+
 async def propose_change(
-    ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None
+    ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None,
+    after_run: AfterRun | None = None,
 ) -> ToolOutput:
-    """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome."""
+    """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome.
+
+    After "Accept and run", `after_run(cell_id)` re-runs the cells that depend on it and says what they showed.
+    """
     old = ledger.sources.get(cell_id)
     if old is None:
         raise LookupError(f"read cell {cell_id!r} with read_notebook before proposing a change to it")
@@ -113,7 +120,10 @@ async def propose_change(
     status = str(reply.get("status"))
     if status == "accepted_and_run" and not reply.get("queued"):
         ledger.sources[cell_id] = new
-        return ToolOutput(text=_ran(cell_id, reply), display=_display(diff))
+        text = _ran(cell_id, reply)
+        if after_run is not None and "it ran without an error" in text:
+            text += "\n\n" + await after_run(cell_id)
+        return ToolOutput(text=text, display=_display(diff))
     if status in ("accepted", "accepted_and_run"):
         if new_source is None:
             ledger.sources.pop(cell_id, None)
