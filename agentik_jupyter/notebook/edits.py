@@ -67,7 +67,7 @@ def _display(diff: str) -> dict[str, str]:
     return {"text/plain": diff, "text/html": diff_html(diff)}
 
 
-def _in_request() -> bool:
+def in_request() -> bool:
     """Whether the asking cell still executes (`--wait`): a cell run it asks for waits for it."""
     from ..kernel.cells import ANCHOR
 
@@ -75,14 +75,14 @@ def _in_request() -> bool:
     return anchor is not None and anchor.in_request
 
 
-def _ran(cell_id: str, reply: dict[str, Any]) -> str:
-    """What the accepted cell did when it ran: the evidence the model verifies its fix with."""
+def _ran(cell_id: str, reply: dict[str, Any]) -> tuple[str, bool]:
+    """What the accepted cell did when it ran (the evidence the model verifies its fix with), and whether it failed."""
     outputs = reply.get("outputs") if isinstance(reply.get("outputs"), list) else []
     lines = [summarize_output(o) for o in outputs if isinstance(o, dict)]
     failed = any(isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
     verdict = "it still fails" if failed else "it ran without an error"
     shown = "\n".join(f"  -> {line}" for line in lines) if lines else "  (no output)"
-    return f"{ACCEPTED} and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
+    return f"{ACCEPTED} and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}", failed
 
 
 AfterRun = Callable[[str], Awaitable[str]]
@@ -106,7 +106,7 @@ async def propose_change(
     diff = unified_diff(old, new, cell_id)
     try:
         reply = await frontend.ask(action, decision_timeout, cell_id=cell_id, expected_source=old, new_source=new,
-                                   in_request=_in_request())
+                                   in_request=in_request())
     except NoFrontend:
         how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
         return ToolOutput(
@@ -120,8 +120,8 @@ async def propose_change(
     status = str(reply.get("status"))
     if status == "accepted_and_run" and not reply.get("queued"):
         ledger.sources[cell_id] = new
-        text = _ran(cell_id, reply)
-        if after_run is not None and "it ran without an error" in text:
+        text, failed = _ran(cell_id, reply)
+        if after_run is not None and not failed:
             text += "\n\n" + await after_run(cell_id)
         return ToolOutput(text=text, display=_display(diff))
     if status in ("accepted", "accepted_and_run"):

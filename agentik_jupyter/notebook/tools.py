@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 from ..registry import ToolRegistry, definition_from_function
 from ..types import ToolCall, ToolDefinition, ToolOutput, new_id
 from .document import NotebookDoc, NotebookReadError, cells_from_json, load_saved
-from .edits import ReadLedger, _in_request, propose_change
+from .edits import ReadLedger, in_request, propose_change
 from .frontend import NoFrontend, frontend
 from .images import output_images, with_images
 from .reading import cell_range, one_cell, overview
@@ -60,7 +60,7 @@ async def _allowed(definition: ToolDefinition, call: ToolCall, approve: Approve 
 
 
 async def _run_cells(cell_ids: list[str]) -> str:
-    reply = await frontend.ask("run_cells", cell_ids=cell_ids, in_request=_in_request())
+    reply = await frontend.ask("run_cells", cell_ids=cell_ids, in_request=in_request())
     if reply.get("status") != "ok":
         raise RuntimeError(f"the notebook could not run the cells: {reply.get('message', reply.get('status'))}")
     return rerun_report(reply, cell_ids)
