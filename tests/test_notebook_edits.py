@@ -171,6 +171,8 @@ AFTER_FIX = [
     {"id": "c-ask", "cell_type": "code", "source": "%%agent\nExplain total", "outputs": []},
     {"id": "c-chain", "cell_type": "code", "source": "print('DOUBLE', double)", "outputs": []},
     {"id": "c-magic", "cell_type": "code", "source": "%matplotlib inline\nprint(total)", "outputs": []},
+    {"id": "c-time", "cell_type": "code", "source": "%time print(total)", "outputs": []},
+    {"id": "c-cd", "cell_type": "code", "source": "%cd /tmp", "outputs": []},
     {"id": "c-md", "cell_type": "markdown", "source": "total is shown above", "outputs": []},
 ]
 
@@ -196,9 +198,9 @@ def test_after_accept_and_run_the_dependent_cells_are_rerun_in_order_and_reporte
     try:
         rerun = next_request(k, 3)
         assert rerun["data"]["action"] == "run_cells"
-        # uses `total` directly, uses `double` (from a dependent cell), a magic using `total`; never the
-        # unrelated cell, the %%agent cell or Markdown
-        assert rerun["data"]["cell_ids"] == ["c-use", "c-chain", "c-magic"]
+        # uses `total` directly, uses `double` (from a dependent cell), a cell with a magic line, the code
+        # `%time` runs; never the unrelated cell, the %%agent cell, a magic on other things, or Markdown
+        assert rerun["data"]["cell_ids"] == ["c-use", "c-chain", "c-magic", "c-time"]
         reply(k, rerun, phase="result", status="ok", cells=[
             {"cell_id": "c-use", "status": "ok", "outputs": [{"output_type": "stream", "name": "stdout", "text": "12\n"}]},
             {"cell_id": "c-chain", "status": "failed", "outputs": [
@@ -209,10 +211,10 @@ def test_after_accept_and_run_the_dependent_cells_are_rerun_in_order_and_reporte
         k.close()
     _, edit_text = tool_texts(llm)
     assert "it ran without an error" in edit_text and "stdout: fixed" in edit_text
-    assert "Later cells that use what it defines (total): c-use, c-chain, c-magic." in edit_text
+    assert "Later cells that use what it defines (total): c-use, c-chain, c-magic, c-time." in edit_text
     assert "- cell c-use: ran without an error\n    -> stdout: 12" in edit_text
     assert "- cell c-chain: it fails\n    -> error TypeError: bad operand" in edit_text
-    assert "the other 1 cell(s) were not run" in edit_text
+    assert "the other 2 cell(s) were not run" in edit_text
 
 
 def test_dependent_cells_are_not_rerun_without_approval(tmp_path: Path, llm: FakeLLMServer) -> None:
@@ -223,4 +225,4 @@ def test_dependent_cells_are_not_rerun_without_approval(tmp_path: Path, llm: Fak
     finally:
         k.close()
     _, edit_text = tool_texts(llm)
-    assert "did not approve re-running them" in edit_text and "c-use, c-chain, c-magic" in edit_text
+    assert "did not approve re-running them" in edit_text and "c-use, c-chain, c-magic, c-time" in edit_text

@@ -2,7 +2,7 @@
 
 A fix in one cell is only verified once the cells that use what it computes run again.
 Dependence is read from the code (ast, after IPython's own cell transforms so `%magics`
-parse): a later cell depends on the fixed cell when it loads a name the fixed cell (or a
+parse, with the code a magic runs): a later cell depends on the fixed cell when it loads a name the fixed cell (or a
 cell already found dependent) assigns, imports or defines. `%agent` cells are never re-run.
 Re-running goes through the `run_cells` tool's policy (ask by default, so the user approves)
 and the notebook extension, which runs the cells in order and answers their outputs.
@@ -17,16 +17,26 @@ from .document import Cell, summarize_output
 
 MAX_RERUN = 10
 _AGENT = ("%agent", "%%agent")
+_MAGIC_CALLS = ("run_line_magic", "run_cell_magic")
 
 
-def _tree(source: str) -> ast.AST | None:
+def _tree(source: str) -> ast.Module | None:
+    """The cell as Python; the code a magic runs (`%time f(x)`, `%%capture` bodies) is parsed in too."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
-        code = TransformerManager().transform_cell(source)
-        return ast.parse(code)
+        tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError, ImportError):
         return None
+    for node in list(ast.walk(tree)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in _MAGIC_CALLS and node.args:
+            last = node.args[-1]
+            if isinstance(last, ast.Constant) and isinstance(last.value, str):
+                try:
+                    tree.body.extend(ast.parse(last.value).body)
+                except SyntaxError:
+                    pass  # a magic whose argument is not Python (a path, options)
+    return tree
 
 
 def assigned(tree: ast.AST) -> set[str]:
