@@ -43,7 +43,7 @@ def test_export_writes_the_successful_runs_in_order_and_the_export_runs(tmp_path
         finally:
             kernel.close()
     exported = tmp_path / "analysis.agentik-export.ipynb"
-    assert f"exported 2 code cell(s)" in said and str(exported) in said
+    assert "exported 2 code cell(s)" in said and str(exported) in said
     assert "left out 1 denied or failed run(s)" in said
     assert "analysis.agentik-export-2.ipynb" in again  # a second export never overwrites the first
     assert notebook.read_bytes() == original  # the user's notebook is never written
