@@ -111,6 +111,10 @@ def _compiled(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]
     return re.compile("|".join(re.escape(a) for a in alternatives)), names
 
 
+def secret_patterns(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """The pattern matching every form of `secrets` (longest first), and each form's name."""
+    return _compiled(secrets)
+
 
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
     """`text` with every secret (in any of its forms) replaced by `[hidden: NAME]`."""
@@ -158,6 +162,27 @@ def scrub_result(result: Any) -> Any:
     )
 
 
+def scrub_response(response: Any) -> Any:
+    """A model's assembled answer (ProviderChatResponse) with its text, reasoning, tool-call
+    arguments and content blocks scrubbed (a copy): what is shown and kept is what was streamed."""
+    calls = [
+        c.model_copy(update={
+            "args": scrub_value(c.args),
+            "arguments_raw": scrub(c.arguments_raw) if c.arguments_raw else c.arguments_raw,
+            "parse_error": scrub(c.parse_error) if c.parse_error else c.parse_error,
+        })
+        for c in response.tool_calls
+    ]
+    return response.model_copy(
+        update={
+            "content": scrub(response.content) if response.content else response.content,
+            "reasoning": scrub(response.reasoning) if response.reasoning else response.reasoning,
+            "tool_calls": calls,
+            "content_blocks": scrub_value(response.content_blocks) if response.content_blocks else response.content_blocks,
+        }
+    )
+
+
 class SecretFilter(logging.Filter):
     """Masks secrets in a log record's message, arguments, traceback and stack."""
 
@@ -188,6 +213,19 @@ def _package_record_factory(previous: Callable[..., logging.LogRecord]) -> Calla
 
     factory.agentik_scrub = True  # type: ignore[attr-defined]
     return factory
+
+
+def scrubbed_logger(parent: logging.Logger, suffix: str = "agentik") -> logging.Logger:
+    """A child of `parent` whose records are masked; they still reach `parent`'s handlers.
+
+    The Jupyter server's handlers log to the server's own logger (and so does its access
+    log, through `handler.log`), which the package's filter does not see: our handlers log
+    to this child instead, so their lines look the same and carry no secret.
+    """
+    child = parent.getChild(suffix)
+    if _FILTER not in child.filters:
+        child.addFilter(_FILTER)
+    return child
 
 
 def install_log_filter() -> None:
