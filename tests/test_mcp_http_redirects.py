@@ -12,18 +12,23 @@ import asyncio
 import http.server
 import socket
 import socketserver
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentik_jupyter.mcp import MCPManager, parse_config
+from agentik_jupyter.mcp import MCPManager, MCPServerError, parse_config
 from agentik_jupyter.registry import ToolRegistry
 
 pytestmark = [pytest.mark.timeout(60)]
 
 KEY = "sk-agentik-LEAKCHECK-mcp-redirect-1234567890"
+REDIRECTING = str(Path(__file__).parent / "mcp_servers" / "redirecting_server.py")
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -153,3 +158,47 @@ async def test_a_redirect_within_the_same_origin_is_not_followed_either(redirect
     assert web.state == "failed"
     assert f"HTTP 307, a redirect to http://127.0.0.1:{port}" in (web.error or ""), web.error
     assert KEY not in (web.error or "")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_server_that_starts_redirecting_mid_session_sends_nothing_elsewhere() -> None:
+    """A real MCP server that answers, then redirects every request: the call fails, says why."""
+    elsewhere = Listener()
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, REDIRECTING, str(port), f"http://127.0.0.1:{elsewhere.port}/mcp"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the MCP server did not listen"
+                time.sleep(0.1)
+        manager = await start_web(port)
+        try:
+            assert manager.status("web").state == "ready"
+            assert (await manager.registry.get("web__add").execute(a=3, b=4)).text == "7"  # type: ignore[union-attr]
+            await manager.registry.get("web__start_redirecting").execute()  # type: ignore[union-attr]
+            with pytest.raises(MCPServerError) as caught:
+                await manager.registry.get("web__add").execute(a=1, b=1)  # type: ignore[union-attr]
+            web = manager.status("web")
+        finally:
+            await asyncio.wait_for(manager.aclose(), 20)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        await asyncio.sleep(0.3)
+        elsewhere.close()
+    assert elsewhere.received == [], "the redirect target was contacted"
+    message = str(caught.value)
+    assert f"HTTP 307, a redirect to http://127.0.0.1:{elsewhere.port}" in message and KEY not in message
+    assert web.state == "failed" and "HTTP 307" in (web.error or "")
