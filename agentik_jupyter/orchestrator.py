@@ -174,7 +174,9 @@ class Orchestrator:
                 partial.clear()
                 self._check_stop()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
-                calls = bound_arguments(_unique_ids(response.tool_calls, iteration))
+                bounded = bound_arguments(_unique_ids(response.tool_calls, iteration))
+                response = scrub_response(response.model_copy(update={"tool_calls": bounded}))  # as streamed
+                calls = response.tool_calls
                 assistant = ChatMessage(
                     role="assistant",
                     content=response.content or "",
@@ -256,7 +258,7 @@ class Orchestrator:
 
             raise MalformedResponseError("The model's answer ended before it was complete.")
         outcome.usage = _add_usage(outcome.usage, response.usage)
-        return scrub_response(response)
+        return response
 
     def _emit_text(self, text: str, partial: list[str] | None) -> None:
         """Show scrubbed streamed text: answer text (kept in `partial` for a Stop) or reasoning."""

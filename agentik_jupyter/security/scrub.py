@@ -162,23 +162,25 @@ def scrub_result(result: Any) -> Any:
     )
 
 
-def scrub_response(response: Any) -> Any:
+def scrub_response(response: Any, environ: Mapping[str, str] | None = None) -> Any:
     """A model's assembled answer (ProviderChatResponse) with its text, reasoning, tool-call
     arguments and content blocks scrubbed (a copy): what is shown and kept is what was streamed."""
+
+    def text(value: str | None) -> str | None:
+        return scrub(value, environ) if value else value
+
     calls = [
-        c.model_copy(update={
-            "args": scrub_value(c.args),
-            "arguments_raw": scrub(c.arguments_raw) if c.arguments_raw else c.arguments_raw,
-            "parse_error": scrub(c.parse_error) if c.parse_error else c.parse_error,
-        })
+        c.model_copy(update={"args": scrub_value(c.args, environ), "arguments_raw": text(c.arguments_raw),
+                             "parse_error": text(c.parse_error)})
         for c in response.tool_calls
     ]
+    blocks = response.content_blocks
     return response.model_copy(
         update={
-            "content": scrub(response.content) if response.content else response.content,
-            "reasoning": scrub(response.reasoning) if response.reasoning else response.reasoning,
+            "content": text(response.content),
+            "reasoning": text(response.reasoning),
             "tool_calls": calls,
-            "content_blocks": scrub_value(response.content_blocks) if response.content_blocks else response.content_blocks,
+            "content_blocks": scrub_value(blocks, environ) if blocks else blocks,
         }
     )
 

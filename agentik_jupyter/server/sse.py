@@ -102,7 +102,7 @@ async def chat_events(
             elif isinstance(delta, StreamDone):
                 for event in rest():
                     yield event
-                response = scrub_response(delta.response)
+                response = scrub_response(delta.response, environ)
                 calls = [{"id": c.id, "name": c.name, "args": c.args} for c in response.tool_calls]
                 for index, call in enumerate(calls):
                     yield "tool_call", {"index": index, **call}
