@@ -61,6 +61,7 @@ class Session:
         self.approval_presenter: Callable[[Any], None] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
         self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
+        self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._task: asyncio.Task[TurnOutcome] | None = None
