@@ -383,8 +383,8 @@ class Session:
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
         self.last_outcome = outcome
         turn = [user_msg, *outcome.messages]
-        await self._audit.drain()
         try:
+            await self._audit.drain()
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
             elif self.db is None or self.conversation_id is None or self._turn_id is None:
