@@ -129,3 +129,17 @@ async def test_no_suggester_no_suggestions() -> None:
     panel = ChatPanel(Session(ScriptedTransport([]), ToolRegistry(), temporary=True))
     panel.input.value = "@sa"
     assert panel.suggestions.widget.layout.display == "none" and panel.suggestions.widget.children == ()
+
+
+async def test_a_failed_load_says_so_and_keeps_what_is_shown(tmp_path: Path) -> None:
+    path = tmp_path / "closed.agentik.db"
+    write_long_session(path, 50)
+    panel, session, db = await resumed_panel(path)
+    shown = list(panel.history.children)
+    await db.aclose()  # the file went away under the panel
+    task = panel.show_older()
+    assert task is not None
+    await asyncio.wait([task])
+    assert "Could not load older messages" in panel.notice.value and "closed" in panel.notice.value
+    assert list(panel.history.children) == shown and session.has_older
+    assert not panel.older_button.disabled and panel.older_button.layout.display == ""

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
+from ..security.scrub import scrub
 from ..store import ChatState
 from ..types import ChatMessage, End, Event, StartResponse, ToolCall
 from .approval_card import ApprovalCard
@@ -119,7 +120,7 @@ class ChatPanel:
     def _older_loaded(self, task: asyncio.Task[Any]) -> None:
         self.older_button.disabled = False
         if not task.cancelled() and task.exception() is not None:
-            self.notice.value = f"<em>Could not load older messages: {escape(str(task.exception()))}</em>"
+            self.notice.value = f"<em>Could not load older messages: {escape(scrub(str(task.exception())))}</em>"
         self._sync_older()
 
     def _sync_older(self) -> None:
