@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..notebook.mentions import expand_mentions
+from ..notebook.mentions import expand_mentions, suggest_names
 from ..persistence import AsyncSessionDB, DBLocation, locate_db
 from ..registry import ToolRegistry, default_registry
 from ..session import Session
@@ -112,6 +112,7 @@ class KernelAgent:
         session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
         session.context_provider = self.context
         session.expander = lambda question: expand_mentions(self.shell, self.registry, question)
+        session.name_suggester = lambda prefix: suggest_names(self.shell, prefix)
         return session
 
     def context(self, cell_id: str | None = None) -> AgentContext:
