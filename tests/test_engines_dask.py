@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any, Iterator
@@ -120,7 +121,8 @@ def test_200m_rows_within_budget_and_memory(monkeypatch: pytest.MonkeyPatch) -> 
     assert growth < RSS_GROWTH_MB, f"RSS grew {growth:.0f} MB"
     assert "Dask DataFrame 'big': 3 columns, 1,000 partitions" in text
     assert "the whole data did not fit the 4 s budget" in text
-    assert "(10 of 1,000 partitions, spread evenly, ~1% of ~200M rows)" in text or "statistics: not computed" in text
+    # the count is exact when it fits the budget's share, estimated from the sample otherwise
+    assert re.search(r"\(10 of 1,000 partitions, spread evenly, ~1% of ~?200M rows\)", text) or "statistics: not computed" in text
 
 
 @pytest.fixture(scope="module")

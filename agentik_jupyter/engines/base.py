@@ -16,6 +16,8 @@ abandoned rather than waited on.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -187,3 +189,19 @@ def run_bounded(job: Job[T], deadline: float) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def release_freed_memory() -> None:
+    """Hand the memory an engine call freed back to the OS (glibc only; elsewhere a no-op).
+
+    The engines' worker threads each get a malloc arena, and glibc keeps what pandas/NumPy freed
+    there: one 200M-row Dask describe left RSS ~150-250 MB higher with under 10 MB still in use.
+    distributed's workers trim the same way.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+

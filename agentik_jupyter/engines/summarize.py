@@ -14,7 +14,7 @@ import difflib
 import time
 from typing import Callable, TypeVar
 
-from .base import Engine, Job, OverBudget, Summary, run_bounded
+from .base import Engine, Job, OverBudget, Summary, release_freed_memory, run_bounded
 from .limits import COUNT_SHARE, FULL_STATS_SHARE, HEAD_ROWS, HEAD_SHARE, MAX_COLUMNS, SAMPLE_SHARE
 from .render import render
 
@@ -67,10 +67,13 @@ def summarize(engine: Engine, name: str, columns: list[str] | None, budget_s: fl
     cheap = engine.cheap_rows()
     if cheap is not None:
         summary.rows, summary.rows_exact, summary.rows_note = cheap, True, "from metadata"
-    if summary.profiled:
-        _statistics(engine, summary, budget_s, mark)
-    elif not summary.rows_exact:
-        _count(engine, summary, mark(1.0))
+    try:
+        if summary.profiled:
+            _statistics(engine, summary, budget_s, mark)
+        elif not summary.rows_exact:
+            _count(engine, summary, mark(1.0))
+    finally:
+        release_freed_memory()
     return summary
 
 
