@@ -13,6 +13,7 @@ from ..orchestrator import AWAITING_APPROVAL
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
 from .markdown import escape
+from .shared import html
 
 TICK_S = 1.0
 ENDINGS: dict[str, str] = {
@@ -33,7 +34,7 @@ class StatusLine:
     """Follows AgentStore.status while a turn is active; elapsed time ticks once a second."""
 
     def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.widget = HTML(value="", layout=Layout(flex="1 1 auto"))
+        self.widget = html("", "flex")
         self.clock = clock
         self._store = agent_store
         self._started: float | None = None

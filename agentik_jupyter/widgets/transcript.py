@@ -2,8 +2,11 @@
 
 `transcript_bundle` builds a MIME bundle with `text/plain` (deterministic: no
 timings, so nbval can compare it), `text/html` (Markdown rendered safely, tool
-cards as <details>) and `application/vnd.agentik.transcript+json` for the
-JupyterLab renderer.
+cards as <details>: what GitHub and nbviewer show) and
+`application/vnd.agentik.transcript+json` for the JupyterLab renderer. Only the
+last two carry the answer whole; `text/plain` names the turn and keeps the first
+PLAIN_TEXT_LIMIT characters of each message, so a saved turn costs about twice
+its answer, not three times.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
 TRANSCRIPT_VERSION = 1
 RESULT_LIMIT = 4_000
 PLAIN_RESULT_LIMIT = 300
+PLAIN_TEXT_LIMIT = 500
 
 
 def _display_payload(display: dict[str, Any] | None) -> dict[str, str] | None:
@@ -80,13 +84,19 @@ def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     return call, result
 
 
+def _head(text: str) -> str:
+    """The first PLAIN_TEXT_LIMIT characters, and how many more the rich outputs hold."""
+    shown, cut = truncate(text, PLAIN_TEXT_LIMIT)
+    return f"{shown}… [{cut:,} more characters in the HTML and JSON outputs]" if cut else shown
+
+
 def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None) -> str:
     lines: list[str] = []
     for e in entries:
         if e["role"] == "user":
-            lines.append(f"You: {e['content']}")
+            lines.append(f"You: {_head(e['content'])}")
         elif e["role"] == "assistant":
-            lines.append(f"Agent: {e['content']}")
+            lines.append(f"Agent: {_head(e['content'])}")
         elif e["role"] == "error":
             lines.append(f"Error: {e['message']}")
         else:
