@@ -11,9 +11,15 @@ call, then the answer) and the baseline reads the same two responses.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME
@@ -129,21 +135,41 @@ def kernel_turns() -> dict[str, dict[str, Any]]:
     return {"plain": plain, "tool_call": with_tool}
 
 
+@contextlib.contextmanager
+def server_process(replies: list[dict[str, Any]]) -> Iterator[dict[str, str]]:
+    """The fake server in a process of its own, answering `replies` in order: streaming at full
+    speed it takes a whole core and, in this process, the GIL the client needs to read replies."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "replies.json"
+        script.write_text(json.dumps(replies))
+        proc = subprocess.Popen([sys.executable, "-W", "ignore::RuntimeWarning", "-m", "agentik_jupyter.testing.fake_server", "--script", str(script)],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            base = proc.stdout.readline().strip().partition("=")[2]
+            yield {"LLM_PROVIDER": "openai-compatible", "LLM_MODEL": "fake-model", "LLM_API_KEY": "bench-key",
+                   "LLM_BASE_URL": base}
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
 def user_cell_latency() -> dict[str, Any]:
-    """`1+1` round trips while a background turn streams at full speed, vs the same kernel idle."""
-    long_answer = (ANSWER + "\n\n") * 100  # ~400 KB in 4-char chunks: several seconds of streaming
-    with FakeLLMServer() as server:
-        kernel = BenchKernel(kernel_environ(server.env()))
+    """`1+1` round trips while a background turn streams at full speed, vs the same kernel idle.
+
+    The fake server runs in its own process here (see `server_process`)."""
+    long_answer = (ANSWER + "\n\n") * 100  # ~400 KB in 4-char chunks: seconds of streaming
+    replies = [{"text": "warm"}, {"text": long_answer, "chunks": len(long_answer) // CHUNK}]
+    with server_process(replies) as llm_env:
+        kernel = BenchKernel(kernel_environ(llm_env))
         try:
             kernel.run(SETUP)
-            server.push(Reply.text("warm"))
             kernel.run(AGENT_CELL)
             idle = [kernel.run("1+1").seconds for _ in range(30)]
-            server.push(Reply.text(long_answer, chunks=len(long_answer) // CHUNK))
             kernel.run("%%agent\nSummarise it at length.")
             busy: list[float] = []
             streaming = True
-            while streaming and len(busy) < 200:
+            while streaming and len(busy) < 300:
                 busy.append(kernel.run("1+1").seconds)
                 streaming = bool(kernel.value(
                     "__import__('agentik_jupyter.kernel.agent', fromlist=['get_agent'])"
@@ -185,3 +211,40 @@ def stop_latency() -> dict[str, Any]:
         finally:
             kernel.close()
     return {"stop_s": round(_median(times), 4), "max_s": round(max(times), 4), "samples": len(times)}
+
+
+def resume_10k() -> dict[str, Any]:
+    """`%agent resume ID` of a session of 10,000 messages (5,000 turns), timed in a real kernel
+    from the request to the cell's end (the line magic awaits the command)."""
+    from agentik_jupyter.persistence import SessionDB
+    from agentik_jupyter.types import AssistantMessage, ChatMessage, UserMessage
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "big.agentik.db"
+        started = time.perf_counter()
+        with SessionDB(path) as db:
+            conversation = db.create_conversation("ten thousand messages")
+            for i in range(5_000):
+                user = UserMessage(content=f"Question {i}: what about column c{i % 50}?")
+                answer = AssistantMessage(content=f"Answer {i}: " + "the column looks fine. " * 8)
+                turn = db.begin_turn(conversation.id, user)
+                db.append(conversation.id, turn, answer)
+                db.commit_turn(conversation.id, turn, [
+                    ChatMessage(id=user.id, role="user", content=user.content),
+                    ChatMessage(id=answer.id, role="assistant", content=answer.content)])
+        built_s = time.perf_counter() - started
+        with FakeLLMServer() as server:
+            kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_DB_PATH=str(path)))
+            try:
+                kernel.run(SETUP)
+                kernel.run("%agent sessions")  # opens the file and loads the agent (not timed)
+                times, text = [], ""
+                for _ in range(5):
+                    cell = kernel.run(f"%agent resume {conversation.id}")
+                    times.append(cell.seconds)
+                    text = cell.text
+            finally:
+                kernel.close()
+    if "10000 messages" not in text.replace(",", ""):
+        raise RuntimeError(f"resume did not report the session: {text!r}")
+    return {"resume_s": round(_median(times), 4), "messages": 10_000, "build_s": round(built_s, 1)}

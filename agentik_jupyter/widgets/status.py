@@ -44,6 +44,7 @@ class StatusLine:
         self._waiting = False
         self._ahead: int | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._doing: tuple[str, str | None] | None = None
         self._unsubscribe = agent_store.subscribe(self._on_state)
 
     @property
@@ -104,7 +105,10 @@ class StatusLine:
         self._unsubscribe()
 
     def _on_state(self, state: AgentState) -> None:
-        if self.active:
+        # Only what the agent is doing changes the line here; the elapsed time moves on the tick.
+        doing = (state.status, state.active_tool)
+        if self.active and doing != self._doing:
+            self._doing = doing
             self._render()
 
     def _render(self) -> None:

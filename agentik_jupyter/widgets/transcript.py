@@ -11,6 +11,7 @@ its answer, not three times.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from ..types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
@@ -22,8 +23,17 @@ from .status import ENDINGS, usage_text
 TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
 TRANSCRIPT_VERSION = 1
 RESULT_LIMIT = 4_000
-PLAIN_RESULT_LIMIT = 300
-PLAIN_TEXT_LIMIT = 500
+PLAIN_RESULT_LIMIT = 120
+PLAIN_TEXT_LIMIT = 200
+
+
+_PRE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
+
+
+def one_line(markup: str) -> str:
+    """Line breaks outside <pre> are only whitespace in HTML: as spaces, the saved notebook
+    stores the answer's HTML as one string instead of one JSON string per line."""
+    return "".join(part if part.startswith("<pre") else part.replace("\n", " ") for part in _PRE.split(markup))
 
 
 def _display_payload(display: dict[str, Any] | None) -> dict[str, str] | None:
@@ -120,7 +130,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             out.append(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                        f'{escape(e["content"])}</span></div>')
         elif e["role"] == "assistant":
-            out.append(f'<div class="agentik-assistant">{render_markdown(e["content"])}</div>')
+            out.append(f'<div class="agentik-assistant">{one_line(render_markdown(e["content"]))}</div>')
         elif e["role"] == "error":
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
         else:

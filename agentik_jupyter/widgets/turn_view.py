@@ -71,7 +71,8 @@ class TurnView:
         self.wait = wait
         self._display = display or _display_bundle
         self.status = StatusLine(session.agent_store, clock=clock)
-        self.stop_button = button("Stop", icon="stop", disabled=True, tooltip="Stop this turn")
+        waiting = bool(session.busy or getattr(session, "queued", 0))
+        self.stop_button = button("Stop", icon="stop", disabled=waiting, tooltip="Stop this turn")
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
         self.header = html(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                            f"{escape(question)}</span></div>")
@@ -90,7 +91,7 @@ class TurnView:
         self._user_id: str | None = None
         self.task: asyncio.Future[Any] | None = None
         self._unsubscribe = [session.on_event(self._on_event), session.chat_store.subscribe(self._on_chat)]
-        if session.busy or getattr(session, "queued", 0):
+        if waiting:
             self.status.waiting()
         else:
             self.attach()
@@ -193,7 +194,8 @@ class TurnView:
         self.body.finish(exact=False)  # the transcript shows the exact text; no re-render here
         self.status.end(reason, usage)
         self.status.close()
-        self.stop_button.disabled = True
+        if not self.wait:  # (a waiting view is closed by `finish()` right after)
+            self.stop_button.disabled = True
         self.bundle = self._make_bundle()
         if not self.wait:
             self._show_in_output(self.bundle)
