@@ -95,9 +95,13 @@ def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
 
 
 def _head(text: str) -> str:
-    """The first PLAIN_TEXT_LIMIT characters, and how many more the rich outputs hold."""
-    shown, cut = truncate(text, PLAIN_TEXT_LIMIT)
-    return f"{shown}… [{cut:,} more characters in the HTML and JSON outputs]" if cut else shown
+    """The first PLAIN_TEXT_LIMIT characters (to a word's end), and how many more the rich
+    outputs hold; a text not much longer stays whole."""
+    if len(text) <= PLAIN_TEXT_LIMIT * 3 // 2:
+        return text
+    space = text.rfind(" ", PLAIN_TEXT_LIMIT // 2, PLAIN_TEXT_LIMIT)
+    shown = text[: space if space > 0 else PLAIN_TEXT_LIMIT]
+    return f"{shown}… [{len(text) - len(shown):,} more characters in the HTML and JSON outputs]"
 
 
 def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None) -> str:
