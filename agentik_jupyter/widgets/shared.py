@@ -23,6 +23,9 @@ LAYOUTS: dict[str, dict[str, str]] = {
     "flex": {"flex": "1 1 auto"},
     "hidden": {"display": "none"},
     "tight": {"margin": "0"},
+    "auto": {"width": "auto"},
+    "approval": {"border": "2px solid #e0a800", "padding": "4px 8px", "margin": "4px 0"},
+    "approval_done": {"border": "1px solid #ccc", "padding": "4px 8px", "margin": "4px 0"},
 }
 
 _made: dict[str, Widget] = {}
@@ -53,9 +56,9 @@ def html(value: str = "", layout_name: str = "plain") -> HTML:
     return HTML(value=value, layout=layout(layout_name), style=html_style())
 
 
-def button(description: str, **traits: Any) -> Button:
-    """A Button on the shared layout and style: one comm_open."""
-    return Button(description=description, layout=layout("plain"), style=button_style(), **traits)
+def button(description: str, layout_name: str = "plain", **traits: Any) -> Button:
+    """A Button on a shared layout and style: one comm_open."""
+    return Button(description=description, layout=layout(layout_name), style=button_style(), **traits)
 
 
 def box(kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain") -> Box:
