@@ -4,7 +4,10 @@ Workload (the one issue #14 measured): a fake OpenAI-compatible server (TCP_NODE
 answer of 4,000 characters in 4-character chunks (1,000 chunks, ~1,000 tokens). A turn is a
 `%%agent --wait` cell sent through jupyter_client, timed from the execute request to the
 kernel's idle; the baseline is a cell of the same kernel that reads the same responses' bytes
-with httpx2 and does nothing else. Raw and agent cells alternate (drift hits both); medians of
+with httpx2 (one pooled client, kept across cells as the agent keeps its own) and does nothing else;
+`ratio` is against it. `ratio_vs_new_client` is against a read that opens a new httpx2 client
+each time (CA certificates loaded, a new connection), as bench/cases.py's in-process baseline
+does, and probably the issue's first measurement. Raw and agent cells alternate (drift hits both); medians of
 10 after a warm-up. With one tool call the turn makes two model requests (a `list_variables`
 call, then the answer) and the baseline reads the same two responses.
 """
@@ -34,17 +37,20 @@ SETUP = """\
 import os, json, time, httpx2, asyncio
 import pandas as pd
 sales = pd.DataFrame({"region": ["north", "south"] * 50, "units": range(100)})
-async def __raw_read(n):
-    async with httpx2.AsyncClient() as client:
-        for _ in range(n):
-            async with client.stream(
-                "POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
-                json={"model": os.environ["LLM_MODEL"], "stream": True,
-                      "messages": [{"role": "user", "content": "Summarise sales."}]},
-                headers={"Authorization": "Bearer " + os.environ["LLM_API_KEY"]},
-            ) as response:
-                async for _ in response.aiter_bytes():
-                    pass
+__raw_client = httpx2.AsyncClient()  # one pooled client, as the agent's adapter keeps one
+async def __raw_read(n, fresh=False):
+    client = httpx2.AsyncClient() if fresh else __raw_client
+    for _ in range(n):
+        async with client.stream(
+            "POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
+            json={"model": os.environ["LLM_MODEL"], "stream": True,
+                  "messages": [{"role": "user", "content": "Summarise sales."}]},
+            headers={"Authorization": "Bearer " + os.environ["LLM_API_KEY"]},
+        ) as response:
+            async for _ in response.aiter_bytes():
+                pass
+    if fresh:
+        await client.aclose()
 """
 AGENT_CELL = "%%agent --wait\nSummarise the sales data."
 
@@ -106,19 +112,24 @@ def _frontend(cells: list[Cell], chunks: int) -> dict[str, Any]:
 def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[str, Any]:
     requests = 2 if tool else 1
     raw_times: list[float] = []
+    fresh_times: list[float] = []
     turns: list[Cell] = []
     for i in range(REPEATS + 1):
         server.push(*([_tool_reply()] if tool else []), _reply())
         raw = kernel.run(f"await __raw_read({requests})")
         server.push(*([_tool_reply()] if tool else []), _reply())
+        fresh = kernel.run(f"await __raw_read({requests}, fresh=True)")
+        server.push(*([_tool_reply()] if tool else []), _reply())
         turn = kernel.run(AGENT_CELL)
         if _answer_of(turn) != ANSWER:
             raise RuntimeError(f"the turn's transcript does not hold the exact answer: {turn.text[:300]}")
-        if i:  # the first pair warms up imports, the sessions file and the connection pool
+        if i:  # the first round warms up imports, the sessions file and the connection pool
             raw_times.append(raw.seconds)
+            fresh_times.append(fresh.seconds)
             turns.append(turn)
-    raw_s, turn_s = _median(raw_times), _median([t.seconds for t in turns])
+    raw_s, turn_s, fresh_s = _median(raw_times), _median([t.seconds for t in turns]), _median(fresh_times)
     return {"turn_s": round(turn_s, 4), "raw_httpx2_s": round(raw_s, 4), "ratio": round(turn_s / raw_s, 2),
+            "raw_httpx2_new_client_s": round(fresh_s, 4), "ratio_vs_new_client": round(turn_s / fresh_s, 2),
             "model_requests": requests, **_frontend(turns, len(ANSWER) // CHUNK)}
 
 

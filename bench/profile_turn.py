@@ -1,6 +1,8 @@
 """Where a turn's time goes: cProfile inside a real kernel around `%%agent --wait` turns.
 
-`python -m bench.profile_turn --phases` times the parts of a turn besides the stream one by one;
+`python -m bench.profile_turn --stages` times the same stream read through ever more of the turn
+(raw bytes, SSE and JSON, the adapter, the orchestrator, the turn view, the kernel's session with
+its DB, the whole cell turn); `--phases` times the parts of a turn besides the stream one by one;
 `python -m bench.profile_turn [turns] [--tool] [--sort tottime|cumulative]` prints the kernel's
 profile of that many turns of the benchmark's workload (bench/kernel_turns.py) after a warm-up
 turn. Everything the kernel's main thread does is in it: the adapter reading the stream, the
@@ -93,6 +95,68 @@ print(json.dumps({{
 """
 
 
+STAGES_CELL = """\
+import time, json
+from agentik_jupyter import chat
+from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.kernel.magics import run_cell_turn
+from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.session import Session
+from agentik_jupyter.transport import default_transport
+from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.widgets import TurnView
+async def __sse():
+    async with __raw_client.stream("POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
+            json={{"model": "m", "stream": True, "messages": [{{"role": "user", "content": "q"}}]}},
+            headers={{"Authorization": "Bearer k"}}) as r:
+        async for e in httpx2.EventSource(r):
+            if e.data.strip() != "[DONE]":
+                json.loads(e.data)
+async def __adapter():
+    async for _ in chat.stream_chat([ChatMessage(role="user", content="q")], None, []):
+        pass
+__temp = Session(default_transport(), ToolRegistry(), temporary=True)
+async def __viewed():
+    TurnView(__temp, "q", wait=True, display=lambda b: None).attach()
+    await __temp.send("q")
+__agent = get_agent(get_ipython())
+async def __timed(fn, n=7):
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        ts.append(time.perf_counter() - t)
+    return round(sorted(ts)[n // 2] * 1000, 1)
+__out = {{}}
+for __name, __fn in [
+    ("raw_read", lambda: __raw_read(1)),
+    ("plus_sse_and_json", __sse),
+    ("adapter_deltas", __adapter),
+    ("orchestrator_temporary_session", lambda: __temp.send("q")),
+    ("plus_turn_view", __viewed),
+    ("kernel_session_with_db", lambda: __agent.session.send("q")),
+    ("whole_cell_turn", lambda: run_cell_turn(get_ipython(), "--wait", "q")),
+]:
+    __out[__name] = await __timed(__fn)
+print(json.dumps(__out))
+"""
+
+
+def stages() -> str:
+    """Milliseconds (medians of 7) of the same stream read through ever more of the turn, in one kernel."""
+    with FakeLLMServer() as server:
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            server.push(_reply())
+            kernel.run(AGENT_CELL)
+            server.push(*[_reply() for _ in range(7 * 7)])
+            cell = kernel.run(STAGES_CELL.format())
+            return "".join(m["content"]["text"] for m in cell.messages if m["msg_type"] == "stream")
+        finally:
+            kernel.close()
+
+
 def phases() -> str:
     """Milliseconds of the parts of a turn the kernel does besides reading the stream."""
     from .kernel_turns import ANSWER
@@ -128,6 +192,9 @@ def profile(turns: int = 10, *, tool: bool = False, sort: str = "tottime", lines
 def main(argv: list[str]) -> int:
     if "--phases" in argv:
         print(phases())
+        return 0
+    if "--stages" in argv:
+        print(stages())
         return 0
     turns = int(argv[0]) if argv and argv[0].isdigit() else 10
     sort = argv[argv.index("--sort") + 1] if "--sort" in argv else "tottime"

@@ -127,7 +127,7 @@ class StreamBuffer:
         since = now - self._last_flush
         if since >= MAX_WAIT_S or (since >= self.min_interval and self._unshown >= self.min_chars):
             self.flush()
-        else:
+        elif self._timer is None:  # (a flush already due stays: the next delta may come first)
             wait = self.min_interval if self._unshown >= self.min_chars else MAX_WAIT_S
             self._schedule(self._last_flush + wait - now)
 
