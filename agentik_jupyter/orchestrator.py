@@ -26,7 +26,8 @@ from .providers.base import (
 )
 from .providers.errors import AgentikError
 from .registry import ToolRegistry, run_tool
-from .security.scrub import scrub, scrub_result
+from .security.scrub import scrub, scrub_response, scrub_result
+from .security.stream import StreamScrubber
 from .store import AgentStore, ChatStore
 from .types import (
     AgentContext,
@@ -173,7 +174,9 @@ class Orchestrator:
                 partial.clear()
                 self._check_stop()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
-                calls = bound_arguments(_unique_ids(response.tool_calls, iteration))
+                bounded = bound_arguments(_unique_ids(response.tool_calls, iteration))
+                response = scrub_response(response.model_copy(update={"tool_calls": bounded}))  # as streamed
+                calls = response.tool_calls
                 assistant = ChatMessage(
                     role="assistant",
                     content=response.content or "",
@@ -227,24 +230,26 @@ class Orchestrator:
         self.emit(StartResponse(iteration=iteration))
         response: ProviderChatResponse | None = None
         reasoning_started = False
+        text, thought = StreamScrubber(), StreamScrubber()  # a key split across deltas is still masked
         stream = self.transport.stream(history, context, self.registry.to_tool_schemas())
         try:
             async for delta in stream:
                 if isinstance(delta, TextDelta) and delta.text:
                     if self.agent_store.status != "responding":
                         self.agent_store.set_status("responding")
-                    partial.append(delta.text)
-                    self.emit(AppendText(text=delta.text))
+                    self._emit_text(text.push(delta.text), partial)
                 elif isinstance(delta, ReasoningDelta) and delta.text:
                     if not reasoning_started:
                         reasoning_started = True
                         self.emit(StartReasoning())
-                    self.emit(AppendText(text=delta.text, reasoning=True))
+                    self._emit_text(thought.push(delta.text), None)
                 elif isinstance(delta, UsageDelta):
                     pass
                 elif isinstance(delta, StreamDone):
                     response = delta.response
         finally:
+            self._emit_text(thought.finish(), None)
+            self._emit_text(text.finish(), partial)
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -254,6 +259,14 @@ class Orchestrator:
             raise MalformedResponseError("The model's answer ended before it was complete.")
         outcome.usage = _add_usage(outcome.usage, response.usage)
         return response
+
+    def _emit_text(self, text: str, partial: list[str] | None) -> None:
+        """Show scrubbed streamed text: answer text (kept in `partial` for a Stop) or reasoning."""
+        if not text:
+            return
+        if partial is not None:
+            partial.append(text)
+        self.emit(AppendText(text=text, reasoning=partial is None))
 
     async def _run_tool(self, call: ToolCall, parse_error: str | None) -> ToolResult:
         self.agent_store.set_status("processing")

@@ -2,7 +2,9 @@
 
 The session owns the stores the widgets observe and the orchestrator that
 drives them, and writes every turn through to the SQLite file: the audit log as
-things happen, working memory when a turn completes.
+things happen; working memory gets the question when a turn starts and the answer when it
+completes. A resumed transcript is the latest page of the audit log; `load_older` puts the
+page before it in front.
 """
 
 from __future__ import annotations
@@ -13,81 +15,22 @@ import logging
 import os
 from typing import Any, Awaitable, Callable
 
+from .event_relay import EventRelay
+from .history import HISTORY_PAGE, entries_to_messages
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
 from .persistence.budget import first_turn_to_keep
-from .persistence import AsyncSessionDB, AuditEntry, ConversationInfo, SessionDBError, context_budget, estimate_tokens
+from .persistence import AsyncSessionDB, ConversationInfo, SessionDBError, context_budget, estimate_tokens
 from .registry import ToolRegistry
 from .security.scrub import scrub
+from .write_through import WriteThrough
 from .store import AgentStore, ChatStore
-from .types import (
-    AgentContext,
-    AssistantMessage,
-    ChatMessage,
-    End,
-    ErrorEvent,
-    ErrorRecord,
-    Event,
-    PersistedMessage,
-    ToolCallEvent,
-    ToolCallRecord,
-    ToolResultRecord,
-    UserMessage,
-    new_id,
-)
+from .types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
 
 log = logging.getLogger(__name__)
 
-HISTORY_PAGE = 200
 SYSTEM_PROMPT_TOKENS = 1_000
 DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
-
-
-UNFINISHED = "This turn did not finish: the kernel stopped before the answer was complete."
-
-
-def _unfinished_turns(entries: list[AuditEntry]) -> set[str]:
-    """Turns whose audit rows end neither with a final answer nor with an error."""
-    last: dict[str, PersistedMessage] = {}
-    for entry in entries:
-        last[entry.turn_id] = entry.record
-    return {
-        turn for turn, record in last.items()
-        if not isinstance(record, ErrorRecord)
-        and not (isinstance(record, AssistantMessage) and not record.tool_calls)
-    }
-
-
-def entries_to_messages(entries: list[AuditEntry], running_turn: str | None = None) -> list[ChatMessage]:
-    """Audit rows -> transcript for the panel: failed turns' errors included, and a note on
-    turns a crashed kernel left unfinished."""
-    unfinished = _unfinished_turns(entries) - {running_turn}
-    out: list[ChatMessage] = []
-    for i, entry in enumerate(entries):
-        out.extend(records_to_messages([entry.record]))
-        ends_turn = i + 1 == len(entries) or entries[i + 1].turn_id != entry.turn_id
-        if ends_turn and entry.turn_id in unfinished:
-            out.append(ChatMessage(role="assistant", error=UNFINISHED, timestamp=entry.created_at))
-    return out
-
-
-def records_to_messages(records: list[PersistedMessage]) -> list[ChatMessage]:
-    """Audit rows -> transcript for the panel: errors of failed turns included."""
-    out: list[ChatMessage] = []
-    for r in records:
-        if isinstance(r, UserMessage):
-            out.append(ChatMessage(id=r.id, role="user", content=r.content, timestamp=r.timestamp))
-        elif isinstance(r, AssistantMessage):
-            out.append(ChatMessage(
-                id=r.id, role="assistant", content=r.content, reasoning=r.reasoning,
-                tool_calls=r.tool_calls, timestamp=r.timestamp,
-            ))
-        elif isinstance(r, ToolResultRecord):
-            content = r.result.error or str(r.result.result)
-            out.append(ChatMessage(id=r.id, role="tool", content=content, tool_result=r.result, timestamp=r.timestamp))
-        elif isinstance(r, ErrorRecord):
-            out.append(ChatMessage(id=r.id, role="assistant", error=r.message, timestamp=r.timestamp))
-    return out
 
 
 class Session:
@@ -118,6 +61,7 @@ class Session:
         self.approval_presenter: Callable[[Any], None] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
         self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
+        self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._task: asyncio.Task[TurnOutcome] | None = None
@@ -127,14 +71,42 @@ class Session:
         self._lock = asyncio.Lock()
         self._stop_requested = False
         self._turn_id: str | None = None
-        self._pending: set[asyncio.Future[Any]] = set()
-        self.chat_store.add_persist_hook(self._persist_message)
-        self.orchestrator.on_event(self._persist_event)
+        self._audit = WriteThrough(lambda: (self.db, self.conversation_id, self._turn_id))
+        self.older_before: int | None = None  # the audit seq older history is before (None: all shown)
+        self._loading_older = False
+        self._events = EventRelay()  # holds an Error until its audit row is written
+        self.chat_store.add_persist_hook(self._audit.message)
+        self.orchestrator.on_event(self._audit.event)
+        self.orchestrator.on_event(self._events)
 
     # ---- the protocol the widgets use ----
 
     def on_event(self, listener: EventListener) -> Callable[[], None]:
-        return self.orchestrator.on_event(listener)
+        return self._events.subscribe(listener)
+
+    @property
+    def has_older(self) -> bool:
+        """The transcript starts after the conversation's first turn: `load_older` has more."""
+        return self.older_before is not None
+
+    async def load_older(self) -> int:
+        """Put the page of history before the transcript's first turn in front of it (whole
+        turns, none twice); returns how many messages it added."""
+        conversation, before = self.conversation_id, self.older_before
+        if self.db is None or conversation is None or before is None or self._loading_older:
+            return 0
+        self._loading_older = True
+        try:
+            page = await self.db.audit_log(conversation, limit=HISTORY_PAGE, before_seq=before, whole_turns=True)
+        finally:
+            self._loading_older = False
+        if (self.conversation_id, self.older_before) != (conversation, before):
+            return 0  # resumed another conversation meanwhile
+        shown = {m.id for m in self.chat_store.messages}
+        older = [m for m in entries_to_messages(page.entries) if m.id not in shown]
+        self.older_before = page.next_before_seq
+        self.chat_store.set_messages([*older, *self.chat_store.messages])
+        return len(older)
 
     @property
     def busy(self) -> bool:
@@ -284,11 +256,12 @@ class Session:
             else await self.db.latest_conversation()
         )
         if info is None:
-            self.conversation_id, self.title = None, None
+            self.conversation_id, self.title, self.older_before = None, None, None
             self.chat_store.set_messages([])
             return None
         self.conversation_id, self.title = info.id, info.title
-        page = await self.db.audit_log(info.id, limit=HISTORY_PAGE)
+        page = await self.db.audit_log(info.id, limit=HISTORY_PAGE, whole_turns=True)
+        self.older_before = page.next_before_seq
         self.chat_store.set_messages(entries_to_messages(page.entries, self._turn_id if self.busy else None))
         self.chat_store.set_error(None)
         self.agent_store.reset()
@@ -296,19 +269,22 @@ class Session:
 
     def new_conversation(self) -> None:
         """The next turn starts a fresh conversation (created in the DB lazily)."""
-        self.conversation_id, self.title = None, None
+        self.conversation_id, self.title, self.older_before = None, None, None
         self._working = []
         self.chat_store.clear_messages()
         self.agent_store.reset()
 
     async def fail_turn(self, message: str, code: str | None = None) -> None:
-        """The one way a turn fails: error row in the audit log only, store error, Error event."""
+        """The one way a turn fails: error row in the audit log, then store error and Error event."""
         self.chat_store.set_error(message)
         self.agent_store.set_active_tool(None)
         self.agent_store.set_status("error")
-        self.orchestrator.emit(ErrorEvent(message=message, code=code))
-        self.orchestrator.emit(End(reason="error"))
-        await self._record_failure(message, code)
+        try:
+            await self._record_failure(message, code)
+        finally:
+            self.orchestrator.emit(ErrorEvent(message=message, code=code))
+            self.orchestrator.emit(End(reason="error"))
+            self._events.release()
 
     async def aclose(self) -> None:
         tasks = [*self._waiting, *([self._task] if self._task is not None else [])]
@@ -360,7 +336,7 @@ class Session:
         user = UserMessage(content=text, context=context)
         user_msg = ChatMessage(id=user.id, role="user", content=text, timestamp=user.timestamp)
         try:
-            history = await self._begin(user, model)
+            history = await self._begin(user, user_msg, model)
         except SessionDBError as exc:
             await self.fail_turn(f"Could not write the session file: {exc}", "storage")
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
@@ -379,13 +355,16 @@ class Session:
         await self._finish(user_msg, outcome)
         return outcome
 
-    async def _begin(self, user: UserMessage, model: str | None) -> list[ChatMessage]:
+    async def _begin(self, user: UserMessage, user_msg: ChatMessage, model: str | None) -> list[ChatMessage]:
+        """The history to send; the question joins working memory now (a retry has it)."""
         budget = self._history_budget(model)
         if self.db is None:
             # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
             costs = [sum(estimate_tokens(m.model_dump_json()) for m in turn) for turn in self._working]
-            return [m for turn in self._working[first_turn_to_keep(costs, budget):] for m in turn]
+            history = [m for turn in self._working[first_turn_to_keep(costs, budget):] for m in turn]
+            self._working.append([user_msg])
+            return history
         if self.conversation_id is None:
             info = await self.db.create_conversation()
             self.conversation_id = info.id
@@ -404,13 +383,15 @@ class Session:
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
         self.last_outcome = outcome
         turn = [user_msg, *outcome.messages]
-        if self._pending:
-            await asyncio.gather(*self._pending, return_exceptions=True)
         try:
+            await self._audit.drain()
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
             elif self.db is None or self.conversation_id is None or self._turn_id is None:
-                self._working.append(turn)
+                if self._working and self._working[-1][0].id == user_msg.id:
+                    self._working[-1] = turn  # the question was kept when the turn began
+                else:
+                    self._working.append(turn)
             elif outcome.reason == "interrupted":
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:
@@ -418,6 +399,8 @@ class Session:
         except SessionDBError as exc:
             log.error("could not record the turn: %s", exc)
             self.chat_store.set_error(f"The answer was shown but could not be saved: {exc}")
+        finally:
+            self._events.release()  # a failed turn's Error and End, now that its row is written
 
     async def _record_failure(self, message: str, code: str | None) -> None:
         if self.db is None or self.conversation_id is None:
@@ -426,31 +409,3 @@ class Session:
             await self.db.fail_turn(self.conversation_id, self._turn_id, message, code)
         except SessionDBError as exc:
             log.error("could not record the failure: %s", exc)
-
-    # ---- write-through to the audit log ----
-
-    def _schedule(self, record: PersistedMessage) -> None:
-        if self.db is None or self.conversation_id is None or self._turn_id is None:
-            return
-        future = asyncio.ensure_future(self.db.append(self.conversation_id, self._turn_id, record))
-        self._pending.add(future)
-        future.add_done_callback(self._written)
-
-    def _written(self, future: asyncio.Future[Any]) -> None:
-        self._pending.discard(future)
-        if not future.cancelled() and future.exception() is not None:
-            log.error("audit write failed", exc_info=future.exception())
-
-    def _persist_message(self, message: ChatMessage) -> None:
-        if message.role == "assistant" and message.error is None:
-            self._schedule(AssistantMessage(
-                id=message.id, content=message.content, reasoning=message.reasoning,
-                tool_calls=message.tool_calls, provider_blocks=message.provider_blocks,
-                timestamp=message.timestamp,
-            ))
-        elif message.role == "tool" and message.tool_result is not None:
-            self._schedule(ToolResultRecord(id=message.id, result=message.tool_result, timestamp=message.timestamp))
-
-    def _persist_event(self, event: Event) -> None:
-        if isinstance(event, ToolCallEvent):
-            self._schedule(ToolCallRecord(call=event.call))

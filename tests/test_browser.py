@@ -88,9 +88,7 @@ CELL_SOURCES = [
     "%%agent\nAdd up the units by running code.",
     "%%agent\nWrite a long answer about the sales.",
     *(f"%%agent\n{q}" for q in RUN_ALL_QUESTIONS),
-    "from agentik_jupyter import tool\n\n@tool(policy='ask')\n"
-    "def move_file(source: str, destination: str) -> str:\n"
-    "    \"\"\"Move a file.\"\"\"\n    return f'moved {source} to {destination}'",
+    "%agent mcp trust",  # the project mcp.json the approval-card step writes beside the notebook
     # a slow link to the kernel (a remote hub, a loaded machine): each text-box update takes 0.3 s
     "import time\nfrom ipywidgets import Text\n_set_state = Text.set_state\n"
     "Text.set_state = lambda self, state: (time.sleep(0.3), _set_state(self, state))[1]",
@@ -471,24 +469,42 @@ def test_3c_run_all_over_three_background_cells(lab: Lab) -> None:
 
 MOVE_SOURCE = "reports/q3.csv"
 MOVE_DESTINATION = "/somewhere/else/entirely/" + "deep/" * 30 + "q3-copy.csv"
+FILES_SERVER = Path(__file__).parent / "mcp_servers" / "files_server.py"
+MOVE_TOOL = "files__move_file"
 
 
 def test_3d_approval_card_shows_every_argument(lab: Lab) -> None:
-    """#9 finding 4: a two-argument tool's card shows both arguments (the long one wrapped)."""
+    """#9 finding 4: an MCP tool's two arguments are both on its approval card (the long one wrapped).
+
+    A project mcp.json beside the notebook names a real stdio MCP server; the cell trusts it
+    (`%agent mcp trust`), the model calls its `move_file(source, destination)`, and the card
+    in JupyterLab shows both arguments in full before Approve sends the call to the server.
+    """
+    config = {"mcpServers": {"files": {"command": sys.executable, "args": [str(FILES_SERVER)]}}}
+    (lab.server.root / "mcp.json").write_text(json.dumps(config))
+    out = lab.output(CELL_MOVE_TOOL)
     lab.cell(CELL_MOVE_TOOL).locator(".jp-InputArea-prompt").click()
     lab.page.keyboard.press("Shift+Enter")
-    lab.wait(lambda: re.search(r"\[\d+\]", prompt(lab, CELL_MOVE_TOOL)), 10, "the tool cell to run")
+    lab.wait(lambda: "files (stdio, policy ask): ready, 1 tool" in lab.text(out), 30, "the trusted MCP server")
     args = {"source": MOVE_SOURCE, "destination": MOVE_DESTINATION}
-    lab.srv.push(Reply.tool_calls([{"name": "move_file", "args": args}]), Reply.text("Not moved. END-MOVE"))
+    lab.srv.push(Reply.tool_calls([{"name": MOVE_TOOL, "args": args}]), Reply.text("Moved. END-MOVE"))
     panel_send(lab, "Move the Q3 report.")
-    deny = lab.panel.get_by_role("button", name="Deny")
-    deny.wait_for(state="visible", timeout=20_000)
-    card = lab.text(lab.panel)
-    assert "source" in card and MOVE_SOURCE in card
-    assert "destination" in card and MOVE_DESTINATION in card.replace("\n", "")
-    lab.shot("approval_two_args.png", at=deny)
-    deny.click()
-    lab.wait(lambda: "END-MOVE" in lab.text(lab.panel), 20, "the answer after Deny")
+    approve = lab.panel.get_by_role("button", name="Approve")
+    approve.wait_for(state="visible", timeout=20_000)
+    question = lab.panel.locator(".widget-html", has_text="Approve?").last
+    assert MOVE_TOOL in lab.text(question)
+    shown = {name: question.locator(".agentik-arg", has_text=f"{name}:") for name in args}
+    for name, value in args.items():
+        arg = shown[name]
+        assert arg.count() == 1 and arg.is_visible(), name
+        assert value in lab.text(arg).replace("\n", ""), name  # whole, not cut
+        pre = arg.locator("pre")  # wrapped: nothing sits off to the right of the box
+        assert pre.evaluate("el => el.scrollWidth <= el.clientWidth"), f"{name} overflows its box"
+    lab.shot("approval_two_args.png", at=approve)
+    approve.click()
+    lab.wait(lambda: "END-MOVE" in lab.text(lab.panel), 20, "the answer after Approve")
+    results = json.dumps(tool_messages(lab))
+    assert f"dry run: would move {MOVE_SOURCE} to {MOVE_DESTINATION}" in results  # the MCP server answered
     panel_idle(lab)
 
 

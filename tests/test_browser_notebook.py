@@ -3,9 +3,12 @@
 1. the agent reads an edit the user typed but did not save (the live document);
 2. an `edit_cell` proposal appears on the cell as a diff; Reject leaves the cell as it was
    and the model is told;
-3. "Accept and run" changes the cell and runs it, and the model sees the new outputs;
+3. "Accept and run" changes the cell and runs it, and the model sees the new outputs; the later
+   cells that use what it defines are offered for a re-run (an approval card): Deny keeps them
+   as they are and the model is told;
 4. "Fix with agent" on a cell that raised NameError: a cell below asks for the fix, the
-   agent proposes an edit, Accept and run fixes the cell and the agent reports it verified.
+   agent proposes an edit, Accept and run fixes the cell, the cell after it that uses its result
+   is re-run once the user approves, and the agent reports what both showed.
 
 One JupyterLab, kernel and page for the module; steps run in file order.
 """
@@ -32,9 +35,9 @@ from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
 
 NOTEBOOK = "edits_demo.ipynb"
-CELL_LOAD, CELL_DATA, CELL_ASK, CELL_BROKEN = range(4)
+CELL_LOAD, CELL_DATA, CELL_ASK, CELL_BROKEN, CELL_DEPENDENT = range(5)
 SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", "%%agent\nLook at my notebook and fix it.",
-           "scaled = total * factor"]
+           "scaled = total * factor", "print('DOUBLE', scaled * 2)"]
 BROKEN_FIX = "factor = 10\nscaled = total * factor\nprint('SCALED', scaled)"
 UNSAVED = "total = price * 2  # typed, not saved"
 FIXED = "price = 21\ntotal = price * 2\nprint('TOTAL', total)"
@@ -109,7 +112,7 @@ def test_1_reads_the_unsaved_edit_and_reject_changes_nothing(lab: Lab) -> None:
     sent = tool_messages(lab)[-1]["content"]
     assert "live document in the editor (includes unsaved edits)" in sent and UNSAVED in sent
     ids = live_cell_ids(lab)
-    assert len(ids) == 4  # Shift+Enter on the last cell added an empty one below it
+    assert len(ids) == len(SOURCES)
     lab.page.evaluate("id => window.__agentik_target = id", ids[CELL_DATA])
     # Second turn: propose an edit to that cell; the diff appears on it; Reject.
     ask(lab, *read_then_edit(ids[CELL_DATA], "Left as it is. END-REJECT"))
@@ -143,11 +146,20 @@ def test_2b_accept_and_run_changes_the_cell_and_runs_it(lab: Lab) -> None:
     ask(lab, *read_then_edit(target, "Fixed and verified. END-ACCEPT"))
     lab.wait(lambda: proposal(lab).count() == 1, 30, "the diff on the cell")
     proposal(lab).get_by_role("button", name="Accept and run").click()
+    # the cells after it that use `total` (directly, or through `scaled`) are offered for a re-run
+    deny = lab.output(CELL_ASK).get_by_role("button", name="Deny")
+    deny.wait_for(timeout=30_000)
+    deny.click()
     lab.wait(lambda: "END-ACCEPT" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Accept and run")
     assert source(lab, CELL_DATA) == FIXED
     lab.wait(lambda: "TOTAL 42" in lab.text(lab.output(CELL_DATA)), 20, "the fixed cell's output")
     assert "it ran without an error" in tool_messages(lab)[-1]["content"]
     assert "TOTAL 42" in tool_messages(lab)[-1]["content"]  # the agent sees what the run printed
+    told = tool_messages(lab)[-1]["content"]
+    ids = live_cell_ids(lab)  # as this turn's read_notebook reported them
+    assert f"(total): {ids[CELL_BROKEN]}, {ids[CELL_DEPENDENT]}." in told
+    assert "did not approve re-running them" in told
+    assert "NameError" not in lab.text(lab.output(CELL_BROKEN))  # not run
     assert not [line for line in lab.console if line.startswith("pageerror")], lab.console
 
 
@@ -161,8 +173,10 @@ def fix_responder(request: Any) -> Reply:
     if "In [" in last.get("content", "") and "id=" in last.get("content", ""):
         cell_id = re.search(r"id=(\S+) code", last["content"]).group(1)  # type: ignore[union-attr]
         return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": BROKEN_FIX}}])
-    verified = "it ran without an error" in last.get("content", "") and "SCALED 420" in last.get("content", "")
-    return Reply.text("Defined `factor`; the cell now prints SCALED 420. END-FIXED" if verified else "Not verified.")
+    told = last.get("content", "")
+    verified = "it ran without an error" in told and "SCALED 420" in told and "DOUBLE 840" in told
+    return Reply.text("Defined `factor`; the cell prints SCALED 420 and the next DOUBLE 840. END-FIXED"
+                      if verified else "Not verified.")
 
 
 def test_3_fix_with_agent_fixes_the_failing_cell(lab: Lab) -> None:
@@ -178,8 +192,13 @@ def test_3_fix_with_agent_fixes_the_failing_cell(lab: Lab) -> None:
     lab.wait(lambda: source(lab, CELL_BROKEN + 1).startswith("%agent fix "), 10, "the fix cell below the failed one")
     lab.wait(lambda: broken.locator(PROPOSAL).count() == 1, 30, "the proposed fix on the failed cell")
     broken.locator(PROPOSAL).get_by_role("button", name="Accept and run").click()
+    approve = asking.get_by_role("button", name="Approve")  # re-run the cell that uses `scaled`
+    approve.wait_for(timeout=30_000)
+    lab.shot("rerun_approval.png", at=approve)
+    approve.click()
     lab.wait(lambda: "END-FIXED" in lab.text(asking.locator(".jp-Cell-outputArea")), 30, "the verified fix")
     assert source(lab, CELL_BROKEN) == BROKEN_FIX
     assert "SCALED 420" in lab.text(lab.output(CELL_BROKEN))
+    assert "DOUBLE 840" in lab.text(lab.output(CELL_BROKEN + 2))  # the dependent cell, below the fix cell
     assert broken.get_by_role("button", name="Fix with agent").count() == 0  # gone once the cell runs cleanly
     lab.shot("fixed.png", at=asking)

@@ -1,7 +1,9 @@
 """The "Agent sessions" sidebar kept live by the server's events stream, in real JupyterLab
 and headless Debian Chromium: a new session appears within a second of the first turn, a
 rename from `%agent rename` shows, "Continue here" resumes a session in the kernel, and a
-delete from the sidebar (confirmed) removes it from the file.
+delete from the sidebar (confirmed) removes it from the file. Then a long session: "Show
+older" in the chat panel loads the previous page on top, `@` in the panel's box suggests the
+kernel's variables, and the sidebar's "Show older" joins a turn its pages cut in two.
 
 Reuses tests/test_browser.py's helpers; its own JupyterLab, kernel and page (module fixture).
 """
@@ -21,6 +23,7 @@ from agentik_jupyter.persistence import SessionReader  # noqa: E402
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
 from .kernel_support import AGENT_EXPR  # noqa: E402
+from .test_session_history import write_long_session  # noqa: E402
 
 NOTEBOOK = "live_sidebar.ipynb"
 DB = "live_sidebar.agentik.db"
@@ -33,6 +36,13 @@ CELL_SOURCES = [
     f"print('CURRENT', {AGENT_EXPR}.session.conversation_id)",
 ]
 SIDEBAR_DELAY_S = 1.0
+LONG_NOTEBOOK = "long_history.ipynb"
+LONG_TURNS = 50  # 5 audit rows each, plus a last turn of 2: pages of 200 (panel) and 50 (sidebar) cut turns
+LONG_SOURCES = [
+    "%load_ext agentik_jupyter",
+    "import pandas as pd\nsales = pd.DataFrame({'units': [1, 2]})\nsales_q = 3",
+    "%agent panel",
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +51,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
     write_code_cells(root / NOTEBOOK, CELL_SOURCES)
+    write_code_cells(root / LONG_NOTEBOOK, LONG_SOURCES)
+    write_long_session(root / LONG_NOTEBOOK.replace(".ipynb", ".agentik.db"), LONG_TURNS)
     with FakeLLMServer() as srv, lab_server(root, home, srv, artifact="jupyterlab_sidebar") as server, \
             browser_lab(srv, server, artifact="jupyterlab_sidebar", height=1000, levels=("error",)) as lab:
         yield lab
@@ -127,3 +139,63 @@ def test_4_delete_from_the_sidebar_asks_then_removes(lab: Lab) -> None:
     assert target_id not in [s.id for s in sessions_in_file(lab)]
     assert "Renamed from a cell" in lab.text(rows(lab).first)
     assert not [line for line in lab.console if "agentik" in line.lower()], lab.console
+
+
+def test_5_show_older_in_the_panel_loads_a_page(lab: Lab) -> None:
+    page = lab.page
+    page.goto(f"{lab.server.url}/lab/tree/{LONG_NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
+    for index in range(len(LONG_SOURCES)):
+        run_cell(lab, index)
+    panel = lab.output(2)
+    lab.wait(lambda: "Last answer" in lab.text(panel), 20, "the resumed session in the panel")
+    text = lab.text(panel)
+    assert "Question 10" in text and "Question 9\n" not in text  # the latest page only
+    older = panel.get_by_role("button", name="Show older")
+    lab.shot("panel_latest_page.png", at=older)
+    older.click()
+    lab.wait(lambda: "Question 0\n" in lab.text(panel), 15, "the older page on top")
+    text = lab.text(panel)
+    assert text.index("Question 0\n") < text.index("Question 10\n") < text.index("Last answer")
+    assert all(text.count(f"Question {i}\n") == 1 for i in range(LONG_TURNS)), text
+    assert "did not finish" not in text
+    lab.wait(lambda: not older.is_visible(), 5, "Show older to go (nothing older left)")
+    lab.shot("panel_older_page.png", at=panel.get_by_text("Question 0", exact=True))
+
+
+def test_6_at_in_the_panel_suggests_variables(lab: Lab) -> None:
+    panel = lab.output(2)
+    box = panel.get_by_placeholder("Ask the agent")
+    box.click()
+    box.press_sequentially("Compare @sa", delay=40)
+    choice = panel.get_by_role("button", name="@sales", exact=True)
+    lab.wait(lambda: choice.is_visible() and panel.get_by_role("button", name="@sales_q").is_visible(), 10,
+             "the @ suggestions")
+    assert choice.get_attribute("title") == "sales: pandas.DataFrame"
+    lab.shot("panel_mentions.png", at=box)
+    choice.click()
+    lab.wait(lambda: box.input_value() == "Compare @sales ", 10, "the completed name")
+    lab.wait(lambda: not choice.is_visible(), 5, "the suggestions to go")
+
+
+def test_7_sidebar_show_older_joins_a_turn_its_pages_cut(lab: Lab) -> None:
+    lab.page.locator('.jp-SideBar [data-id="agentik-sessions"]').click()
+    lab.wait(lambda: rows(lab).count() == 1, 15, "the long session in the sidebar")
+    rows(lab).first.get_by_role("button", name="Long").click()
+    history = sidebar(lab).locator(".agentik-history")
+    lab.wait(lambda: "Last answer" in lab.text(history), 15, "the latest page")
+    earlier = sidebar(lab).get_by_role("button", name="Show older")
+    while earlier.is_visible():
+        before = lab.text(history)
+        earlier.click()
+        lab.wait(lambda: lab.text(history) != before, 15, "an older page")
+    text = lab.text(history)
+    assert "Question 0" in text
+    turns = history.locator(".agentik-turn")
+    assert turns.count() == LONG_TURNS + 1  # one node per turn: none drawn as two halves
+    cards = history.locator("details.agentik-tool > summary")
+    assert cards.count() == LONG_TURNS  # each call once, with its result
+    titles = [lab.text(cards.nth(i)) for i in range(LONG_TURNS)]
+    assert all(t.startswith("✓ lookup") for t in titles), [t for t in titles if not t.startswith("✓")]
+    assert "no result" not in text and text.count("Question 40") == 1
+    lab.shot("sidebar_joined_pages.png", at=history.locator(".agentik-turn").nth(40))

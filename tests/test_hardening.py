@@ -3,7 +3,8 @@
 Each fault is injected by the fake LLM server over real HTTP into a `%%agent --wait` cell. The
 cell must end with a clear message (no traceback), the next turn must work, and at the end the
 sessions file must be sound: `PRAGMA integrity_check` ok, every tool call paired with its result
-in the audit log and in working memory, failed turns absent from what the model sees next.
+in the audit log and in working memory, and of a failed turn only its question in what the model
+sees next (the spec writes the question to working memory when the turn starts: "try again" works).
 Tool-level faults (bad arguments, unknown tool, fifty calls) must not end the turn at all: the
 model reads the error and the loop goes on.
 """
@@ -109,7 +110,8 @@ def test_the_next_turn_works_after_a_provider_fault(run: Run, name: str) -> None
     assert f"Yes, after {name}." in run.shown[key]
     (request,) = run.requests[key]
     sent = json.dumps(request.messages)
-    assert f"Fault {name}" not in sent, "a failed turn must not be part of what the model sees next"
+    assert f"Fault {name}" in sent, "a failed turn's question is part of what the model sees next"
+    assert "cut short by a fault" not in sent and "lorem ipsum" not in sent, "but none of its broken answer"
 
 
 def test_retries_and_retry_after_are_honoured(run: Run) -> None:
@@ -150,4 +152,6 @@ def test_the_sessions_file_is_sound_after_every_fault(run: Run) -> None:
     asked = {c["id"] for m in working for c in (m.get("tool_calls") or [])}
     answered = {m["tool_result"]["tool_call_id"] for m in working if m.get("tool_result")}
     assert asked == answered and len(asked) >= 53
-    assert not any(str(m.get("content", "")).startswith("Fault ") for m in working)
+    failed = [m for m in working if str(m.get("content", "")).startswith("Fault ")]
+    assert [(m["role"], m["content"]) for m in failed] == [("user", f"Fault {n}") for n, _, _ in PROVIDER_FAULTS]
+    assert not any("cut short by a fault" in str(m.get("content")) or "lorem" in str(m.get("content")) for m in working)

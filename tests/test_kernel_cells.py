@@ -1,9 +1,10 @@
 """insert_cell from a background turn, in a real kernel: this test plays the JupyterLab extension.
 
-The kernel opens a comm to ``agentik.cells`` per proposed cell; the extension inserts the
-cell and answers by opening ``agentik.cells.ack``. Without an answer (a frontend without
-the extension closes the comm, a runner ignores it) the proposal falls back to IPython's
-set_next_input payload. The browser test covers the real extension.
+The kernel asks the notebook extension (``agentik.notebook``, action ``insert_cell``) per
+proposed cell, on the one request/answer path of notebook/frontend.py; the extension inserts
+the cell and answers by opening ``agentik.notebook.reply``. Without an answer (a frontend
+without the extension closes the comm, a runner ignores it) the proposal falls back to
+IPython's set_next_input payload. The browser test covers the real extension.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from agentik_jupyter.kernel.cells import ACK_TARGET, ACK_TIMEOUT_S, CELLS_TARGET
+from agentik_jupyter.notebook.frontend import REPLY_TARGET, REPLY_TIMEOUT_S, REQUEST_TARGET
 
 from .kernel_support import RawKernel, kernel_env
 
@@ -23,10 +24,11 @@ pytestmark = pytest.mark.timeout(120)
 # A background turn (the cell returns at once) asking for two cells below cell "asking".
 START_TURN = """
 import asyncio
-from agentik_jupyter.kernel.cells import ANCHOR, CellAnchor, _frontend
+from agentik_jupyter.kernel.cells import ANCHOR, CellAnchor
 from agentik_jupyter.kernel.context_tools import make_context_tools
+from agentik_jupyter.notebook.frontend import frontend
 
-_frontend._missing_until = 0.0
+frontend._missing_until = 0.0
 insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]
 
 async def turn():
@@ -47,14 +49,19 @@ def kernel(tmp_path: Path) -> Iterator[RawKernel]:
 
 
 def next_request(k: RawKernel, seen: int, timeout: float = 10.0) -> dict[str, Any]:
-    """The next comm_open to agentik.cells after the first `seen` ones."""
+    """The next insert_cell request to the notebook extension after the first `seen` ones."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        opens = [m for m in k.comm_opens() if m["content"]["target_name"] == CELLS_TARGET]
+        opens = inserts(k)
         if len(opens) > seen:
             return opens[seen]["content"]
         k.drain(0.05)
     raise AssertionError(f"no request #{seen + 1} to insert a cell within {timeout} s")
+
+
+def inserts(k: RawKernel) -> list[dict[str, Any]]:
+    return [m for m in k.comm_opens() if m["content"]["target_name"] == REQUEST_TARGET
+            and m["content"]["data"].get("action") == "insert_cell"]
 
 
 def send(k: RawKernel, msg_type: str, content: dict[str, Any]) -> None:
@@ -63,8 +70,8 @@ def send(k: RawKernel, msg_type: str, content: dict[str, Any]) -> None:
 
 def ack(k: RawKernel, request: dict[str, Any], cell_id: str) -> None:
     """What the extension does once the cell is in the notebook."""
-    data = {"request_id": request["data"]["request_id"], "cell_id": cell_id}
-    send(k, "comm_open", {"comm_id": f"ack-{cell_id}", "target_name": ACK_TARGET, "data": data})
+    data = {"request_id": request["data"]["request_id"], "phase": "result", "status": "ok", "cell_id": cell_id}
+    send(k, "comm_open", {"comm_id": f"ack-{cell_id}", "target_name": REPLY_TARGET, "data": data})
     send(k, "comm_close", {"comm_id": f"ack-{cell_id}", "data": {}})
 
 
@@ -108,14 +115,14 @@ def test_a_client_without_the_extension_closes_the_comm_and_the_payload_takes_ov
     assert all(text.startswith("Proposed a new code cell") for text in texts), texts
     assert "merged" in texts[1]
     # the second proposal did not ask again: the kernel remembers there is no extension
-    assert len([m for m in kernel.comm_opens() if m["content"]["target_name"] == CELLS_TARGET]) == 1
+    assert len(inserts(kernel)) == 1
     assert payloads == ["a = 1\n\nb = 2"]
 
 
 def test_a_frontend_that_never_answers_costs_one_timeout(kernel: RawKernel) -> None:
     assert kernel.execute(START_TURN).ok
-    texts, payloads = turn_result(kernel, timeout=ACK_TIMEOUT_S + 10)
+    texts, payloads = turn_result(kernel, timeout=REPLY_TIMEOUT_S + 10)
     assert all(text.startswith("Proposed a new code cell") for text in texts), texts
     assert payloads == ["a = 1\n\nb = 2"]
     # only the first proposal asked (and waited); the second went straight to the payload
-    assert len([m for m in kernel.comm_opens() if m["content"]["target_name"] == CELLS_TARGET]) == 1
+    assert len(inserts(kernel)) == 1

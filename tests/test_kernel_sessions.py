@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentik_jupyter.persistence import SessionDB
+from agentik_jupyter.persistence import SessionDB, check_turn
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from .kernel_support import (
@@ -114,7 +114,9 @@ def test_provider_failure_is_in_the_audit_log_and_backfilled_on_resume(tmp_path:
             conv = db.latest_conversation()
             assert conv is not None
             working = db.working_memory(conv.id)
-        assert [(m.role, m.content.strip()) for m in working] == [("user", "A good question."), ("assistant", "Fine answer.")]
+        # the failed turn's question stays in working memory (written when the turn began)
+        assert [(m.role, m.content.strip()) for m in working] == [
+            ("user", "A good question."), ("assistant", "Fine answer."), ("user", "A doomed question.")]
 
         # A new kernel: `%agent resume` brings the history back, the failed turn's error included.
         kernel = NotebookKernel(env, tmp_path)
@@ -139,8 +141,57 @@ def test_provider_failure_is_in_the_audit_log_and_backfilled_on_resume(tmp_path:
             kernel.close()
 
     (req,) = server.requests[before:]
-    assert user_texts(req) == ["A good question.", "Try again please."]
+    assert user_texts(req) == ["A good question.", "A doomed question.", "Try again please."]
     assert roles(audit(db_path))[-2:] == ["UserMessage", "AssistantMessage"]
+
+
+def test_try_again_after_a_server_error_has_the_question_and_the_file_stays_sound(tmp_path: Path) -> None:
+    """The spec's seed: the question enters working memory when the turn starts. A turn that
+    fails with a 5xx after one tool call, then "try again": the model gets the question; after
+    a restart the file is sound and every tool call in it is paired."""
+    db_path = tmp_path / "retry.agentik.db"
+    question = "What share of df churned?"
+    with FakeLLMServer() as server:
+        env = kernel_env(server, AGENTIK_DB_PATH=str(db_path))
+        server.push(
+            Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "df"}}]),
+            *[Reply.fault("500")] * 3,  # the second model call of the turn fails, retries included
+            Reply.text("One of three rows churned. END-RETRY"),
+        )
+        nb = run_notebook([
+            LOAD, "import pandas as pd\ndf = pd.DataFrame({'churn': [0, 1, 0]})",
+            f"%%agent --wait\n{question}", "%%agent --wait\ntry again",
+        ], env, tmp_path)
+        assert "500" in output_text(nb.cells[2].outputs)
+        assert "END-RETRY" in transcript(nb.cells[3].outputs)["text/plain"]
+        retry = server.requests[-1]
+        assert user_texts(retry) == [question, "try again"]
+        assert not [m for m in retry.messages if m.get("role") == "tool" or m.get("tool_calls")]  # nothing unpaired
+
+        # A new kernel on the same file continues with everything the model saw.
+        server.push(Reply.text("Still one in three."))
+        run_notebook([LOAD, "%%agent --wait\nAnd now?"], env, tmp_path)
+        after_restart = server.requests[-1]
+    assert user_texts(after_restart) == [question, "try again", "And now?"]
+    assert integrity(db_path) == [("ok",)]
+    assert sql(db_path, "PRAGMA foreign_key_check") == []
+    entries = audit(db_path)
+    calls = [e.record.call.id for e in entries if type(e.record).__name__ == "ToolCallRecord"]
+    results = [e.record.result.tool_call_id for e in entries if type(e.record).__name__ == "ToolResultRecord"]
+    assert len(calls) == 1 and sorted(calls) == sorted(results)
+    assert [type(e.record).__name__ for e in entries if e.turn_id == entries[0].turn_id][-1] == "ErrorRecord"
+    with SessionDB(db_path) as db:
+        conv = db.latest_conversation()
+        assert conv is not None
+        working = db.working_memory(conv.id)
+    turns: list[list] = []
+    for message in working:
+        if message.role == "user":
+            turns.append([])
+        turns[-1].append(message)
+    for turn in turns:
+        check_turn(turn)  # every tool call answered, one question per turn
+    assert [t[0].content.strip() for t in turns] == [question, "try again", "And now?"]
 
 
 LONG = " ".join(f"token{i}" for i in range(600))
@@ -186,8 +237,9 @@ def test_sigkill_mid_stream_leaves_a_sound_file_that_resumes(tmp_path: Path) -> 
             kernel.close()
 
     (req,) = server.requests[before:]
-    # The earlier complete turn is sent; the turn that died unfinished is not.
-    assert user_texts(req) == ["Question before the crash.", "Are you back?"]
+    # The earlier complete turn is sent; of the turn that died unfinished only its question
+    # (it entered working memory when the turn started), none of its partial answer.
+    assert user_texts(req) == ["Question before the crash.", "A long answer, please.", "Are you back?"]
     assert assistant_texts(req) == ["The answer before the crash."]
     assert roles(audit(db_path))[-2:] == ["UserMessage", "AssistantMessage"]
     assert integrity(db_path) == [("ok",)]

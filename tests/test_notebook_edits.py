@@ -124,13 +124,15 @@ def test_accept_and_run_is_reported_and_delete_asks_too(kernel: RawKernel, llm: 
     reply(kernel, edit, phase="shown")
     reply(kernel, edit, phase="result", status="accepted_and_run", ran_ok=True,
           outputs=[{"output_type": "stream", "name": "stdout", "text": "TOTAL 6\n"}])
-    delete = next_request(kernel, 2)
+    reply(kernel, next_request(kernel, 2), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
+    delete = next_request(kernel, 3)
     assert delete["data"]["action"] == "delete_cell" and delete["data"]["new_source"] == ""
     reply(kernel, delete, phase="shown")
     reply(kernel, delete, phase="result", status="accepted")
     finish(kernel, llm, 4)
     _, ran, deleted = tool_texts(llm)
     assert "accepted the edit and ran cell c-load: it ran without an error" in ran and "stdout: TOTAL 6" in ran
+    assert "No later cell uses what it defines" in ran
     assert "cell c-note was deleted" in deleted
 
 
@@ -160,3 +162,67 @@ def test_diff_rendering_is_escaped_and_ledger_tracks_reads() -> None:
     assert "-x = '<b>'" in diff and "+x = '<i>'" in diff
     assert "<b>'" not in diff_html(diff) and "&lt;b&gt;" in diff_html(diff)
     assert ReadLedger().sources == {}
+
+
+AFTER_FIX = [
+    {"id": "c-load", "cell_type": "code", "source": "price = 3\ntotal = price * 2", "outputs": []},
+    {"id": "c-other", "cell_type": "code", "source": "unrelated = 5", "outputs": []},
+    {"id": "c-use", "cell_type": "code", "source": "double = total * 2\nprint(double)", "outputs": []},
+    {"id": "c-ask", "cell_type": "code", "source": "%%agent\nExplain total", "outputs": []},
+    {"id": "c-chain", "cell_type": "code", "source": "print('DOUBLE', double)", "outputs": []},
+    {"id": "c-magic", "cell_type": "code", "source": "%matplotlib inline\nprint(total)", "outputs": []},
+    {"id": "c-time", "cell_type": "code", "source": "%time print(total)", "outputs": []},
+    {"id": "c-cd", "cell_type": "code", "source": "%cd /tmp", "outputs": []},
+    {"id": "c-md", "cell_type": "markdown", "source": "total is shown above", "outputs": []},
+]
+
+
+def _fix_and_run(tmp_path: Path, llm: FakeLLMServer, approve: str) -> tuple[RawKernel, dict[str, Any]]:
+    k = RawKernel(kernel_env(llm, AGENTIK_APPROVE=approve, AGENTIK_APPROVAL_TIMEOUT="20"), tmp_path)
+    assert k.execute("%load_ext agentik_jupyter").ok
+    run_turn(k, llm, {"name": "read_notebook", "args": {}},
+             {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": AFTER_FIX[0]["source"]}})
+    reply(k, next_request(k, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
+    edit = next_request(k, 1)
+    reply(k, edit, phase="shown")
+    reply(k, edit, phase="result", status="accepted_and_run", ran_ok=True,
+          outputs=[{"output_type": "stream", "name": "stdout", "text": "fixed\n"}])
+    again = next_request(k, 2)  # the kernel reads the notebook again to find the cells after the fix
+    assert again["data"]["action"] == "read"
+    reply(k, again, phase="result", status="ok", path="a.ipynb", cells=AFTER_FIX)
+    return k, again
+
+
+def test_after_accept_and_run_the_dependent_cells_are_rerun_in_order_and_reported(tmp_path: Path, llm: FakeLLMServer) -> None:
+    k, _ = _fix_and_run(tmp_path, llm, "auto")
+    try:
+        rerun = next_request(k, 3)
+        assert rerun["data"]["action"] == "run_cells"
+        # uses `total` directly, uses `double` (from a dependent cell), a cell with a magic line, the code
+        # `%time` runs; never the unrelated cell, the %%agent cell, a magic on other things, or Markdown
+        assert rerun["data"]["cell_ids"] == ["c-use", "c-chain", "c-magic", "c-time"]
+        reply(k, rerun, phase="result", status="ok", cells=[
+            {"cell_id": "c-use", "status": "ok", "outputs": [{"output_type": "stream", "name": "stdout", "text": "12\n"}]},
+            {"cell_id": "c-chain", "status": "failed", "outputs": [
+                {"output_type": "error", "ename": "TypeError", "evalue": "bad operand", "traceback": []}]},
+        ])
+        finish(k, llm, 3)
+    finally:
+        k.close()
+    _, edit_text = tool_texts(llm)
+    assert "it ran without an error" in edit_text and "stdout: fixed" in edit_text
+    assert "Later cells that use what it defines (total): c-use, c-chain, c-magic, c-time." in edit_text
+    assert "- cell c-use: ran without an error\n    -> stdout: 12" in edit_text
+    assert "- cell c-chain: it fails\n    -> error TypeError: bad operand" in edit_text
+    assert "the other 2 cell(s) were not run" in edit_text
+
+
+def test_dependent_cells_are_not_rerun_without_approval(tmp_path: Path, llm: FakeLLMServer) -> None:
+    k, _ = _fix_and_run(tmp_path, llm, "deny")
+    try:
+        finish(k, llm, 3)
+        assert [r["data"]["action"] for r in requests(k)] == ["read", "edit_cell", "read"]  # no run_cells
+    finally:
+        k.close()
+    _, edit_text = tool_texts(llm)
+    assert "did not approve re-running them" in edit_text and "c-use, c-chain, c-magic, c-time" in edit_text

@@ -254,7 +254,7 @@ def test_delete_cascades_and_leaves_others(db: SessionDB) -> None:
         assert {r[0] for r in raw.execute(f"SELECT {column} FROM {table}")} == {kept.id}, table
     raw.close()
     assert len(all_records(db, kept.id)) == 9
-    assert len(db.working_memory(kept.id)) == 5
+    assert len(db.working_memory(kept.id)) == 6  # the answered turn and the failed turn's question
 
 
 def test_audit_log_is_append_only_in_the_database(db: SessionDB) -> None:
@@ -324,7 +324,7 @@ def test_commit_rejects_unpaired_working_memory(db: SessionDB, working: list[Cha
     turn = db.begin_turn(conv.id, UserMessage(content="q"))
     with pytest.raises(WorkingMemoryError, match=reason):
         db.commit_turn(conv.id, turn, working)
-    assert db.working_memory(conv.id) == []
+    assert [(m.role, m.content) for m in db.working_memory(conv.id)] == [("user", "q")]  # written by begin_turn
 
 
 def test_commit_twice_and_unknown_turns_are_refused(db: SessionDB) -> None:
@@ -345,7 +345,15 @@ def test_commit_twice_and_unknown_turns_are_refused(db: SessionDB) -> None:
         db.begin_turn("conv_missing", UserMessage(content="q"))
 
 
-def test_failed_turn_writes_only_the_audit_log(db: SessionDB) -> None:
+def question(text: str) -> tuple[str, str]:
+    return ("user", text)
+
+
+def roles_and_texts(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in messages]
+
+
+def test_failed_turn_keeps_only_its_question_in_working_memory(db: SessionDB) -> None:
     conv = db.create_conversation()
     first = tool_turn("first")
     turn1 = db.begin_turn(conv.id, UserMessage(content="first"))
@@ -357,7 +365,8 @@ def test_failed_turn_writes_only_the_audit_log(db: SessionDB) -> None:
     no_code = db.fail_turn(conv.id, None, "empty input")
     assert no_code.turn_id not in {turn1, turn2}
 
-    assert db.working_memory(conv.id) == first
+    # the spec: the question enters working memory when the turn starts, so "try again" has it
+    assert roles_and_texts(db.working_memory(conv.id)) == [*roles_and_texts(first), question("second")]
     errors = [r for r in all_records(db, conv.id) if r.kind == "error"]
     assert [(e.message, e.code) for e in errors] == [
         ("connection reset mid-stream", "provider_error"),
@@ -368,7 +377,9 @@ def test_failed_turn_writes_only_the_audit_log(db: SessionDB) -> None:
     third = tool_turn("third", n_calls=0)
     turn3 = db.begin_turn(conv.id, UserMessage(content="third"))
     db.commit_turn(conv.id, turn3, third)
-    assert db.working_memory(conv.id) == first + third
+    working = db.working_memory(conv.id)
+    assert working[: len(first)] == first and working[len(first) + 1:] == third
+    assert roles_and_texts(working[len(first): len(first) + 1]) == [question("second")]
 
 
 def test_interrupted_turn_keeps_completed_pairs_only(db: SessionDB) -> None:
@@ -391,7 +402,7 @@ def test_interrupted_turn_keeps_completed_pairs_only(db: SessionDB) -> None:
     assert error.code == INTERRUPTED_CODE and ref.message_id == error.id
 
 
-def test_interrupt_before_any_answer_leaves_working_memory_alone(db: SessionDB) -> None:
+def test_interrupt_before_any_answer_keeps_only_the_question(db: SessionDB) -> None:
     conv = db.create_conversation()
     run_turn(db, conv.id, "earlier")
     before = db.working_memory(conv.id)
@@ -399,7 +410,8 @@ def test_interrupt_before_any_answer_leaves_working_memory_alone(db: SessionDB) 
     working = [user, ChatMessage(role="assistant", tool_calls=[ToolCall(id="x", name="slow")])]
     turn = db.begin_turn(conv.id, UserMessage(id=user.id, content="q"))
     db.interrupt_turn(conv.id, turn, working, message="Stopped")
-    assert db.working_memory(conv.id) == before
+    assert db.working_memory(conv.id)[: len(before)] == before
+    assert roles_and_texts(db.working_memory(conv.id)[len(before):]) == [question("q")]  # the question only
     assert all_records(db, conv.id)[-1].message == "Stopped"
 
 

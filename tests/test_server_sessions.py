@@ -227,6 +227,9 @@ def test_events_match_what_two_kernels_write(server: RunningServer, llm: FakeLLM
             assert len(listed) == 2
             a_id = next(s["id"] for s in listed if s["title"] == "Kernel A's analysis")
             b_id = next(s["id"] for s in listed if s["id"] != a_id)
+            # the stream polls every 0.25 s, and a deleted session's rows are gone: let it see B's first
+            stream.wait_for(lambda ev: sum(e["type"] == "message" and e["session_id"] == b_id for e in ev) >= 2,
+                            10, "kernel B's messages")
             assert api(server, "DELETE", f"sessions/{b_id}", params=q).status_code == 204
             stream.wait_for(lambda ev: any(e["type"] == "deleted" for e in ev), 10, "the deleted event")
             events = list(stream.events)

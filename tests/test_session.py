@@ -62,7 +62,7 @@ async def test_turns_are_written_and_resumed(tmp_path: Path) -> None:
     await db2.aclose()
 
 
-async def test_failed_turn_goes_to_audit_only_and_next_turn_works(tmp_path: Path) -> None:
+async def test_a_failed_turns_question_reaches_the_model_on_the_next_turn(tmp_path: Path) -> None:
     path = tmp_path / "f.agentik.db"
     session, transport, db = await open_session(
         path, [Step.say("first"), Step.fail(RateLimitError("Rate limited (429): slow down", status=429)), Step.say("ok")]
@@ -73,8 +73,8 @@ async def test_failed_turn_goes_to_audit_only_and_next_turn_works(tmp_path: Path
     assert session.agent_store.status == "error"
     await session.send("three")
     assert session.chat_store.error is None and session.agent_store.status == "idle"
-    # the model never saw the failed question
-    assert [m.content for m in transport.requests[2].messages] == ["one", "first", "three"]
+    # the question entered working memory when its turn started (the spec), so a retry has it
+    assert [m.content for m in transport.requests[2].messages] == ["one", "first", "two", "three"]
     page = await db.audit_log(session.conversation_id)
     records = [e.record for e in page.entries]
     assert [r.kind for r in records] == ["user", "assistant", "user", "error", "user", "assistant"]
@@ -188,7 +188,7 @@ def test_user_message_record_has_context() -> None:
 
 
 async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) -> None:
-    from agentik_jupyter.session import UNFINISHED
+    from agentik_jupyter.history import UNFINISHED
 
     path = tmp_path / "u.agentik.db"
     db = await AsyncSessionDB.open(path)

@@ -55,6 +55,11 @@ def test_a_large_noisy_image_is_downscaled_into_the_byte_budget() -> None:
     assert len(base64.b64decode(part.data)) <= MAX_BYTES
 
 
+def test_an_image_that_jpeg_cannot_fit_at_full_side_is_shrunk_not_dropped() -> None:
+    part = fit_image(_noise_png(1200, 900))  # noise at 768 px is over the byte budget even as JPEG q80
+    assert part is not None and len(base64.b64decode(part.data)) <= MAX_BYTES
+
+
 def test_an_image_costs_a_fixed_budget_not_its_base64_length() -> None:
     payload = json.dumps({"result": "ok", "images": [{"data": _noise_png(300, 200)}]})
     assert estimate_tokens(payload) < 1_200 < len(payload) // 4
@@ -103,3 +108,85 @@ def test_without_vision_the_model_gets_a_description_of_the_figure(tmp_path: Pat
     sent = json.dumps(second.messages)
     assert "title 'Units by week'" in sent and "x 'week'" in sent and "series units, double" in sent
     assert "2 line(s)" in sent and "x from" in sent
+
+
+# ---- images found in cell outputs: read_notebook / get_cell_history ----
+
+AXES_CELL = PLOT.replace("ax.legend()", "ax.legend()\nax")  # Out[n] is the Axes
+
+
+def _saved_notebook(path: Path, png: str) -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("sales.plot()", execution_count=2)
+    cell.id = "plot-cell"
+    cell.outputs = [nbformat.v4.new_output("display_data", {"image/png": png, "text/plain": "<Figure size 1200x900 with 1 Axes>"})]
+    nb.cells = [cell]
+    nbformat.write(nb, path)
+    return path
+
+
+def _decoded(image: dict[str, Any]) -> bytes:
+    data = image["source"]["data"] if image.get("type") == "image" else image["image_url"]["url"].split(",", 1)[1]
+    return base64.b64decode(data)
+
+
+def _turn_with_output_images(tmp_path: Path, provider: str, **env: str) -> tuple[list[Any], Any]:
+    """A turn that reads a saved cell holding a 1200×900 noisy PNG, then asks the history for figures."""
+    notebook = _saved_notebook(tmp_path / "plots.ipynb", _noise_png(1200, 900))
+    with FakeLLMServer() as llm:
+        llm.push(Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": "plot-cell"}}]),
+                 Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 2, "images": True}}]),
+                 Reply.text("Two charts seen."))
+        kernel = NotebookKernel(kernel_env(llm, provider, JPY_SESSION_NAME=str(notebook), **env), tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.run(AXES_CELL)
+            cell = kernel.run("%%agent --wait\nLook at my charts.")
+        finally:
+            kernel.close()
+        return list(llm.requests), cell
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_images_in_cell_outputs_reach_the_model_when_asked_within_the_budget(tmp_path: Path, provider: str) -> None:
+    from PIL import Image
+
+    first, after_read, after_history = _turn_with_output_images(tmp_path, provider)[0]
+    assert _image_parts(first) == []
+    (from_cell,) = _image_parts(after_read)  # read_notebook(cell_id=...) sends the cell's image
+    both = _image_parts(after_history)
+    assert len(both) == 2  # get_cell_history(images=True) adds the figure Out[n] shows
+    for image in both:
+        raw = _decoded(image)
+        assert len(raw) <= MAX_BYTES
+        with Image.open(io.BytesIO(raw)) as img:
+            assert max(img.size) <= MAX_SIDE_PX
+    if provider == "anthropic":
+        assert from_cell["type"] == "image" and from_cell["source"]["media_type"] in ("image/png", "image/jpeg")
+    else:
+        assert from_cell["image_url"]["url"].startswith(("data:image/png;base64,", "data:image/jpeg;base64,"))
+    sent = json.dumps(after_history.messages)
+    assert "cell plot-cell: sent as image 1" in sent and "Out[2]: sent as image 1" in sent
+
+
+@pytest.mark.timeout(120)
+def test_output_images_without_vision_are_described_and_still_shown_in_the_card(tmp_path: Path) -> None:
+    requests, cell = _turn_with_output_images(tmp_path, "openai-compatible", LLM_VISION="0")
+    last = requests[-1]
+    assert _image_parts(last) == []
+    sent = json.dumps(last.messages)
+    assert "cell plot-cell, image/png: not sent (LLM_VISION=0, no vision): <Figure size 1200x900 with 1 Axes>" in sent
+    # the figure object in the kernel gives the description: titles, labels, series
+    assert "title 'Units by week'" in sent and "series units, double" in sent and "2 line(s)" in sent
+    from .kernel_support import transcript
+
+    entries = [e for e in transcript(cell.outputs)["application/vnd.agentik.transcript+json"]["entries"]
+               if e.get("role") == "tool"]
+    cards = {e["name"]: e.get("display") or {} for e in entries}
+    assert set(cards) == {"read_notebook", "get_cell_history"}
+    for display in cards.values():  # the user sees the (fitted) images in the tool cards
+        data = display.get("image/png") or display.get("image/jpeg")
+        assert data and len(base64.b64decode(data)) <= MAX_BYTES

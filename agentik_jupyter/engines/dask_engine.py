@@ -102,7 +102,7 @@ def _smallest_distinct(np: Any, hashes: Any) -> Any:
     ordered = np.sort(hashes)
     if len(ordered) > 1:
         ordered = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-    return ordered[:KMV_SIZE]
+    return ordered[:KMV_SIZE].copy()  # a slice would keep the whole sorted partition alive until the combine
 
 
 def _distinct(sketches: list[Any]) -> int | None:

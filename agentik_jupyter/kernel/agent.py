@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..notebook.mentions import expand_mentions
+from ..notebook.mentions import expand_mentions, suggest_names
 from ..persistence import AsyncSessionDB, DBLocation, locate_db
 from ..registry import ToolRegistry, default_registry
 from ..session import Session
@@ -35,7 +35,8 @@ class KernelAgent:
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
-        register_notebook_tools(self.registry, lambda: self.location.notebook_path)
+        register_notebook_tools(self.registry, lambda: self.location.notebook_path,
+                                approve=lambda call, definition: self.gate(call, definition))
         self.instructions = finder_for(self.location.notebook_path)
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
@@ -111,6 +112,7 @@ class KernelAgent:
         session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
         session.context_provider = self.context
         session.expander = lambda question: expand_mentions(self.shell, self.registry, question)
+        session.name_suggester = lambda prefix: suggest_names(self.shell, prefix)
         return session
 
     def context(self, cell_id: str | None = None) -> AgentContext:

@@ -19,8 +19,10 @@ import weakref
 from typing import Any
 
 from ..engines.limits import describe_budget_s
+from ..notebook.images import FoundImage, with_images
 from ..registry import ToolRegistry, definition_from_function
 from ..types import ToolDefinition, ToolOutput, VariableSummary
+from ..vision import as_figure, describe_figure, figure_png
 from .cells import propose_cell
 from .dataframes import describe_frame, frame_kind
 from .execution import CodeExecutionError, run_in_shell
@@ -96,7 +98,7 @@ def list_variables_text(shell: Any) -> ToolOutput:
     return ToolOutput(text=text, display={"text/plain": text, "text/html": table})
 
 
-def cell_history_text(shell: Any, last_n: int) -> ToolOutput:
+def cell_history_text(shell: Any, last_n: int, images: bool = False) -> ToolOutput:
     last_n = max(1, min(int(last_n), MAX_HISTORY_CELLS))
     history = shell.history_manager
     inputs: list[str] = list(history.input_hist_raw)
@@ -120,7 +122,28 @@ def cell_history_text(shell: Any, last_n: int) -> ToolOutput:
             block.append(f"Error in [{count}]: {errors[count]}")
         blocks.append("\n".join(block))
     text = clip("\n\n".join(blocks), HISTORY_BUDGET_CHARS)
-    return ToolOutput(text=text, display={"text/plain": text})
+    if not images:
+        return ToolOutput(text=text, display={"text/plain": text})
+    found = [f for f in (_figure_of(outputs[n], n) for n in reversed(picked) if n in outputs) if f is not None]
+    if not found:
+        return ToolOutput(text=text + "\n\nNo Out[n] value above is a matplotlib figure. A figure shown with "
+                          "plt.show() is only in the notebook's outputs: read_notebook(cell_id=..., images=True).",
+                          display={"text/plain": text})
+    return with_images(text, found, more_hint="ask for fewer cells (last_n)")
+
+
+def _figure_of(value: Any, count: int) -> FoundImage | None:
+    """The figure an Out[n] value shows (a Figure, Axes or list of artists) as a PNG with its description."""
+    figure = as_figure(value)
+    if figure is None:
+        return None
+    what = f"Out[{count}]"
+    try:
+        png = call_with_budget(lambda: figure_png(figure), INSPECT_TIME_BUDGET_S, what)
+        note = describe_figure(figure, f"the figure of {what}")
+    except Exception as exc:  # a figure that cannot be drawn is reported, not raised
+        return FoundImage(what, "image/png", "", f"could not be drawn: {type(exc).__name__}")
+    return FoundImage(what, "image/png", png, note)
 
 
 def _bounded_repr(value: Any, what: str) -> str:
@@ -192,13 +215,14 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         """
         return describe_path(shell, name, columns)
 
-    def get_cell_history(last_n: int = 5) -> ToolOutput:
+    def get_cell_history(last_n: int = 5, images: bool = False) -> ToolOutput:
         """Show the most recent notebook cells the user ran: inputs, outputs (Out) and errors.
 
         Args:
             last_n: how many cells, most recent last (1-30)
+            images: also look at the matplotlib figures the Out[n] values show
         """
-        return cell_history_text(shell, last_n)
+        return cell_history_text(shell, last_n, images)
 
     async def run_code(code: str) -> ToolOutput:
         """Run Python code in the user's kernel; it shares (and may change) their variables.

@@ -23,7 +23,7 @@ import traceback
 from typing import Any
 
 from ..types import ToolOutput
-from ..vision import images_for_model
+from ..vision import describe_figure, images_for_model
 from .namespace import clip, short_repr, type_name
 from .output_capture import Capture, capturing
 
@@ -128,7 +128,7 @@ def _take_new_figures(before: set[int]) -> list[tuple[str, str]]:
         try:
             buf = io.BytesIO()
             fig.savefig(buf, format="png", dpi=FIGURE_DPI, bbox_inches="tight")
-            taken.append((base64.b64encode(buf.getvalue()).decode("ascii"), _describe_figure(num, fig)))
+            taken.append((base64.b64encode(buf.getvalue()).decode("ascii"), describe_figure(fig, f"Figure {num}", FIGURE_DPI)))
         finally:
             plt.close(fig)
     return taken
@@ -139,30 +139,6 @@ def _figure(num: int) -> Any | None:
 
     manager = Gcf.get_fig_manager(num)
     return manager.canvas.figure if manager is not None else None
-
-
-def _describe_axes(ax: Any) -> str:
-    """What a model without vision needs to know of one axes: titles, labels, limits, series."""
-    parts = [f"{kind} {clip(t, 60)!r}" for kind, t in
-             (("title", ax.get_title()), ("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if t]
-    try:
-        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-        parts.append(f"x from {x0:.4g} to {x1:.4g}, y from {y0:.4g} to {y1:.4g}")
-    except (TypeError, ValueError):
-        pass
-    names = [clip(str(n), 40) for n in ax.get_legend_handles_labels()[1][:8]]
-    if names:
-        parts.append("series " + ", ".join(names))
-    counts = [(len(ax.lines), "line(s)"), (len(ax.patches), "bar(s)/patch(es)"), (len(ax.collections), "scatter/collection(s)")]
-    parts.append(", ".join(f"{n} {what}" for n, what in counts if n) or "nothing drawn")
-    return "; ".join(parts)
-
-
-def _describe_figure(num: int, fig: Any) -> str:
-    width, height = (int(v * FIGURE_DPI) for v in fig.get_size_inches())
-    axes = [f"[{_describe_axes(ax)}]" for ax in fig.get_axes()[:6]]
-    more = f" (+{len(fig.get_axes()) - 6} more axes)" if len(fig.get_axes()) > 6 else ""
-    return f"Figure {num} (~{width}×{height}px): " + (" ".join(axes) or "no axes") + more
 
 
 # ---- the answer ----

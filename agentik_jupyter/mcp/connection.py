@@ -30,6 +30,7 @@ from .config import (
     ServerConfig,
     StdioServerConfig,
 )
+from .http_client import MCPRedirectError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -245,9 +246,9 @@ class ServerConnection:
             )
             transport = stdio_client(params, errlog=stack.enter_context(self._open_errlog()))
         elif isinstance(config, HttpServerConfig):
-            import httpx2
+            from .http_client import make_http_client
 
-            http = httpx2.AsyncClient(headers=config.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            http = make_http_client(config)
             await stack.enter_async_context(http)
             transport = streamable_http_client(config.url, http_client=http)
         client = Client(transport, client_info=Implementation(name="agentik_jupyter", version=__version__))
@@ -342,6 +343,8 @@ class ServerConnection:
             return f"command not found: {config.command!r} (is it installed and on PATH?)"
         if isinstance(config, StdioServerConfig) and isinstance(exc, PermissionError):
             return f"command is not executable: {config.command!r}"
+        if isinstance(exc, MCPRedirectError):
+            return str(exc)
         if _is_connection_lost(exc):
             return "the server closed the connection while starting"
         if isinstance(config, HttpServerConfig) and type(exc).__module__.startswith("httpx"):

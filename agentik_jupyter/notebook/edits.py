@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import html
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from ..types import ToolOutput
 from .document import NotebookDoc, summarize_output
@@ -21,10 +21,11 @@ from .frontend import NoFrontend, frontend
 
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
+ACCEPTED = "The user accepted the edit"  # how every accepted edit's result begins (export.py reads it)
 
 OUTCOMES = {
-    "accepted": "The user accepted the edit: cell {id} now holds the new source (not run).",
-    "accepted_and_run": "The user accepted the edit; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
+    "accepted": ACCEPTED + ": cell {id} now holds the new source (not run).",
+    "accepted_and_run": ACCEPTED + "; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
     "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
@@ -66,7 +67,7 @@ def _display(diff: str) -> dict[str, str]:
     return {"text/plain": diff, "text/html": diff_html(diff)}
 
 
-def _in_request() -> bool:
+def in_request() -> bool:
     """Whether the asking cell still executes (`--wait`): a cell run it asks for waits for it."""
     from ..kernel.cells import ANCHOR
 
@@ -74,20 +75,27 @@ def _in_request() -> bool:
     return anchor is not None and anchor.in_request
 
 
-def _ran(cell_id: str, reply: dict[str, Any]) -> str:
-    """What the accepted cell did when it ran: the evidence the model verifies its fix with."""
+def _ran(cell_id: str, reply: dict[str, Any]) -> tuple[str, bool]:
+    """What the accepted cell did when it ran (the evidence the model verifies its fix with), and whether it failed."""
     outputs = reply.get("outputs") if isinstance(reply.get("outputs"), list) else []
     lines = [summarize_output(o) for o in outputs if isinstance(o, dict)]
     failed = any(isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
     verdict = "it still fails" if failed else "it ran without an error"
     shown = "\n".join(f"  -> {line}" for line in lines) if lines else "  (no output)"
-    return f"The user accepted the edit and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}"
+    return f"{ACCEPTED} and ran cell {cell_id}: {verdict}. Its outputs now:\n{shown}", failed
+
+
+AfterRun = Callable[[str], Awaitable[str]]
 
 
 async def propose_change(
-    ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None
+    ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None,
+    after_run: AfterRun | None = None,
 ) -> ToolOutput:
-    """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome."""
+    """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome.
+
+    After "Accept and run", `after_run(cell_id)` re-runs the cells that depend on it and says what they showed.
+    """
     old = ledger.sources.get(cell_id)
     if old is None:
         raise LookupError(f"read cell {cell_id!r} with read_notebook before proposing a change to it")
@@ -98,7 +106,7 @@ async def propose_change(
     diff = unified_diff(old, new, cell_id)
     try:
         reply = await frontend.ask(action, decision_timeout, cell_id=cell_id, expected_source=old, new_source=new,
-                                   in_request=_in_request())
+                                   in_request=in_request())
     except NoFrontend:
         how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
         return ToolOutput(
@@ -112,7 +120,10 @@ async def propose_change(
     status = str(reply.get("status"))
     if status == "accepted_and_run" and not reply.get("queued"):
         ledger.sources[cell_id] = new
-        return ToolOutput(text=_ran(cell_id, reply), display=_display(diff))
+        text, failed = _ran(cell_id, reply)
+        if after_run is not None and not failed:
+            text += "\n\n" + await after_run(cell_id)
+        return ToolOutput(text=text, display=_display(diff))
     if status in ("accepted", "accepted_and_run"):
         if new_source is None:
             ledger.sources.pop(cell_id, None)

@@ -2,9 +2,11 @@
 
 An analysis done through the agent lives in the audit log; exporting it keeps the
 work reproducible. Each `run_code` that the user approved and that finished
-without an error becomes a code cell, in order, under a Markdown cell quoting the
-question that led to it. Denied and failed runs are counted, not exported. The
-notebook the user works in is never written: the export is a new file beside it.
+without an error, each edit the user accepted (`edit_cell`: the cell's new source)
+and each cell the agent put in the notebook (`insert_cell`) becomes a code cell, in
+order, under a Markdown cell quoting the question that led to it. Denied and failed
+runs are counted, not exported; rejected edits are left out. The notebook the user
+works in is never written: the export is a new file beside it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..persistence import AuditEntry
-from ..types import AssistantMessage, ToolCall, ToolCallRecord, ToolResultRecord, UserMessage
+from ..types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
+from .edits import ACCEPTED
 
 EXPORTED_TOOL = "run_code"
+INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (kernel/cells.py)
 PAGE = 500
 QUESTION_CHARS = 500
 
@@ -47,8 +51,22 @@ def _quote(question: str) -> str:
     return "\n".join("> " + line for line in text.splitlines() or [""])
 
 
+def _exported_cell(result: ToolResult, call: ToolCall | None) -> str | None:
+    """The code cell a tool result leaves in the analysis, or None (a read, a rejected edit)."""
+    args = call.args if call is not None else {}
+    text = str(result.result or "")
+    if result.name == "edit_cell" and text.startswith(ACCEPTED):
+        source = args.get("new_source")
+        return f"# cell {args.get('cell_id')}, as edited by the agent (accepted)\n{source}" if isinstance(source, str) else None
+    if result.name == "insert_cell" and text.startswith(INSERTED):
+        source = args.get("source")
+        return f"# proposed by the agent (insert_cell)\n{source}" if isinstance(source, str) else None
+    return None
+
+
 def build_export(entries: list[AuditEntry], title: str) -> Export:
-    """Cells for every successful `run_code` of the audit log, each turn under its question."""
+    """Cells for every successful `run_code`, accepted edit and inserted cell of the audit log,
+    in order, each turn under its question."""
     calls: dict[str, ToolCall] = {}
     questions: dict[str, str] = {}
     runs: list[tuple[str, str]] = []
@@ -68,8 +86,12 @@ def build_export(entries: list[AuditEntry], title: str) -> Export:
                 runs.append((entry.turn_id, code.rstrip()))
             else:
                 export.skipped += 1
-    export.cells.append(_markdown(f"# {title}\n\nThe code the agent ran in this session, in order "
-                                  "(exported by `%agent export`)."))
+        elif isinstance(record, ToolResultRecord) and record.result.error is None:
+            cell = _exported_cell(record.result, calls.get(record.result.tool_call_id))
+            if cell is not None and cell.strip():
+                runs.append((entry.turn_id, cell.rstrip()))
+    export.cells.append(_markdown(f"# {title}\n\nThe code the agent ran in this session, the edits you accepted and "
+                                  "the cells it proposed, in order (exported by `%agent export`)."))
     shown_turn: str | None = None
     for turn_id, code in runs:
         if turn_id != shown_turn and turn_id in questions:
@@ -140,7 +162,7 @@ async def export_command(agent: Any, args: list[str]) -> None:
     info = await db.get_conversation(conversation_id)
     export = build_export(await all_entries(db, conversation_id), info.title or f"Agent session {conversation_id}")
     if export.code_cells == 0:
-        print(f"agentik: session {conversation_id} ran no code to export"
+        print(f"agentik: session {conversation_id} has no code, accepted edit or proposed cell to export"
               + (f" ({export.skipped} denied or failed run(s))." if export.skipped else "."))
         return
     try:

@@ -5,7 +5,8 @@ JupyterLab's execute request), its source, the exception and a bounded traceback
 `post_run_cell` hook, installed at `%load_ext` (cheap: nothing is imported until a cell
 fails). The fix turn tells the model the cell, the traceback and the variables the cell
 names, asks it to look for the cause (often an earlier cell), to propose the change with
-`edit_cell` (the user accepts or rejects it on the cell) and to report what it verified.
+`edit_cell` (the user accepts or rejects it on the cell) and to report what it verified: after
+"Accept and run" the fixed cell's outputs and those of the later cells that depend on it (notebook/rerun.py).
 """
 
 from __future__ import annotations
@@ -137,7 +138,8 @@ def fix_prompt(failure: Failure, user_ns: dict[str, Any]) -> str:
     steps = [
         "Find the cause: it may be in an earlier cell (read_notebook shows the cells in order).",
         "Propose the fix with edit_cell on the cell that should change; the user accepts or rejects it on the cell.",
-        "Once accepted and run, check the result and say what you verified; if the user rejects it, say what else could be done.",
+        "Once accepted and run (the later cells that use what it defines are re-run too, with the user's approval), "
+        "check the results and say what you verified; if the user rejects it, say what else could be done.",
     ]
     if failure.cell_id is None:
         steps[1] = "This frontend does not say which cell failed: propose the corrected code with insert_cell."

@@ -1,8 +1,11 @@
-"""Asking the JupyterLab extension about the live notebook: read its cells, propose an edit.
+"""Asking the JupyterLab extension about the live notebook: the one request/answer path.
 
+Read its cells, insert a proposed cell (kernel/cells.py), propose an edit, re-run cells.
 The kernel opens a comm to `agentik.notebook` per request; the extension answers by
-opening `agentik.notebook.reply` with the same `request_id` (an answer on a comm the
-frontend opens survives other clients closing the kernel's comm, as in kernel/cells.py).
+opening `agentik.notebook.reply` with the same `request_id`. The answer travels on a comm
+the frontend opens, not on the kernel's: every other client connected to the kernel (a
+console, a second browser) closes a comm whose target it does not know, and a close must
+not hide the extension's answer.
 A proposal is answered twice: `shown` at once (the diff is on the cell), then `result`
 when the user decides. No `shown`/`result` within REPLY_TIMEOUT_S means no extension
 (VS Code, nbclient, a console), and the callers fall back to the saved file.

@@ -70,3 +70,19 @@ async def expand_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
         return result.text if isinstance(result, ToolOutput) else str(result)
 
     return await attach_mentions(text, names, describe)
+
+
+def suggest_names(shell: Any, prefix: str, limit: int = 8) -> list[tuple[str, str]]:
+    """The user variables whose names start with `prefix` (case-insensitive), with their type
+    names: what the panel offers as the user types `@`. Read from the names and `type()` only,
+    so no object of the user's runs any code for it."""
+    from ..kernel.namespace import type_name, user_variables
+
+    wanted = prefix.lower()
+    found = [
+        (name, type_name(value))
+        for name, value in user_variables(shell.user_ns, getattr(shell, "user_ns_hidden", None))
+        if name.lower().startswith(wanted)
+    ]
+    found.sort(key=lambda item: (not item[0].startswith(prefix), item[0].lower()))
+    return found[:limit]

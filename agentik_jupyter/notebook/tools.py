@@ -1,25 +1,29 @@
-"""The notebook tools: `read_notebook` (auto policy: it only reads), `edit_cell` and `delete_cell`.
+"""The notebook tools: `read_notebook` (auto policy: it only reads), `edit_cell`, `delete_cell`, `run_cells`.
 
 The live document in the editor is the source of truth when the notebook extension
 answers; otherwise the saved `.ipynb`, which the text marks as possibly stale. Edits
 are proposals the user accepts or rejects on the cell itself (edits.py), so they
-need no approval card of their own.
+need no approval card of their own. `run_cells` re-runs existing cells (policy ask); after
+"Accept and run" of an edit, the cells that depend on the fixed one are re-run through it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ..registry import ToolRegistry, definition_from_function
-from ..types import ToolDefinition, ToolOutput
+from ..types import ToolCall, ToolDefinition, ToolOutput, new_id
 from .document import NotebookDoc, NotebookReadError, cells_from_json, load_saved
-from .edits import ReadLedger, propose_change
+from .edits import ReadLedger, in_request, propose_change
 from .frontend import NoFrontend, frontend
+from .images import output_images, with_images
 from .reading import cell_range, one_cell, overview
+from .rerun import dependents, rerun_report
 
 NotebookPath = Callable[[], "Path | None"]
+Approve = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
 
 
 async def load_notebook(notebook_path: NotebookPath) -> NotebookDoc:
@@ -46,10 +50,55 @@ def _decision_timeout() -> float | None:
     return approval_timeout()
 
 
-def make_notebook_tools(notebook_path: NotebookPath) -> list[ToolDefinition]:
-    ledger = ReadLedger()
+async def _allowed(definition: ToolDefinition, call: ToolCall, approve: Approve | None) -> bool:
+    """The tool's policy as the orchestrator applies it: auto runs, deny refuses, ask asks the user."""
+    if definition.policy == "auto":
+        return True
+    if definition.policy == "deny" or approve is None:
+        return False
+    return await approve(call, definition)
 
-    async def read_notebook(cell_id: str | None = None, start: int | None = None, end: int | None = None) -> ToolOutput:
+
+async def _run_cells(cell_ids: list[str]) -> str:
+    reply = await frontend.ask("run_cells", cell_ids=cell_ids, in_request=in_request())
+    if reply.get("status") != "ok":
+        raise RuntimeError(f"the notebook could not run the cells: {reply.get('message', reply.get('status'))}")
+    return rerun_report(reply, cell_ids)
+
+
+def make_notebook_tools(
+    notebook_path: NotebookPath, approve: Approve | None = None, registry: ToolRegistry | None = None
+) -> list[ToolDefinition]:
+    """The notebook tools; `approve` asks the user (the kernel's approval gate) for the fix loop's re-runs,
+    under run_cells' policy as `registry` holds it now (`%agent policy run_cells auto` is respected)."""
+    ledger = ReadLedger()
+    rerun_tool: list[ToolDefinition] = []
+
+    async def rerun_dependents(cell_id: str) -> str:
+        """After a fix ran: re-run the later cells that use what it defines, as run_cells' policy allows."""
+        doc = await load_notebook(notebook_path)
+        found = doc.find(cell_id)
+        if found is None:
+            return "Could not find the fixed cell again to look for the cells that depend on it."
+        cells, names = dependents(doc.cells, found[0])
+        if not cells:
+            return "No later cell uses what it defines, so nothing else needed re-running."
+        ids = [c.id for c in cells]
+        what = f"Later cells that use what it defines ({', '.join(sorted(names))}): {', '.join(ids)}."
+        call = ToolCall(id=new_id("call_"), name="run_cells",
+                        args={"cell_ids": ids, "reason": f"re-run after the fix of cell {cell_id}"})
+        current = registry.get("run_cells") if registry is not None else None
+        definition = current if current is not None and current.source == "builtin" else rerun_tool[0]
+        if not await _allowed(definition, call, approve):
+            return f"{what} The user did not approve re-running them: tell them to re-run those cells."
+        try:
+            return f"{what} Re-ran them in order:\n{await _run_cells(ids)}"
+        except NoFrontend:
+            return f"{what} They could not be re-run from here: tell the user to re-run them."
+
+    async def read_notebook(
+        cell_id: str | None = None, start: int | None = None, end: int | None = None, images: bool | None = None
+    ) -> ToolOutput:
         """Read the notebook's cells in order: ids, type, source, execution count and output summaries.
 
         Without arguments: every cell, clipped to fit. With cell_id: that cell in full.
@@ -60,18 +109,25 @@ def make_notebook_tools(notebook_path: NotebookPath) -> list[ToolDefinition]:
             cell_id: one cell's id (from the overview) to read in full
             start: first cell index of a range
             end: last cell index of a range (default: to the end)
+            images: also look at the images (plots) in the outputs read; default: yes for one cell, no otherwise
         """
         doc = await load_notebook(notebook_path)
         if cell_id:
             text = one_cell(doc, cell_id)
-            ledger.record(doc, only=doc.find(cell_id)[1].id)  # type: ignore[index]
+            cells = [doc.find(cell_id)[1]]  # type: ignore[index]
+            ledger.record(doc, only=cells[0].id)
         elif start is not None or end is not None:
             text = cell_range(doc, start or 0, end)
+            cells = doc.cells[start or 0:None if end is None else end + 1]
             ledger.record(doc)
         else:
             text = overview(doc)
+            cells = doc.cells
             ledger.record(doc)
-        return ToolOutput(text=text, display={"text/plain": text})
+        if not (images if images is not None else bool(cell_id)):
+            return ToolOutput(text=text, display={"text/plain": text})
+        found, vector = output_images(cells)
+        return with_images(text, found, vector, more_hint="read_notebook(cell_id=..., images=True) reads one cell's")
 
     async def edit_cell(cell_id: str, new_source: str) -> ToolOutput:
         """Propose new source for an existing cell; the user sees a diff on the cell and accepts or rejects it.
@@ -83,7 +139,7 @@ def make_notebook_tools(notebook_path: NotebookPath) -> list[ToolDefinition]:
             cell_id: the cell's id, as shown by read_notebook
             new_source: the cell's complete new source
         """
-        return await propose_change(ledger, cell_id, new_source, _decision_timeout())
+        return await propose_change(ledger, cell_id, new_source, _decision_timeout(), rerun_dependents)
 
     async def delete_cell(cell_id: str) -> ToolOutput:
         """Propose deleting a cell; the user accepts or rejects it on the cell.
@@ -93,12 +149,29 @@ def make_notebook_tools(notebook_path: NotebookPath) -> list[ToolDefinition]:
         """
         return await propose_change(ledger, cell_id, None, _decision_timeout())
 
-    return [definition_from_function(fn, source="builtin") for fn in (read_notebook, edit_cell, delete_cell)]
+    async def run_cells(cell_ids: list[str]) -> ToolOutput:
+        """Re-run existing notebook cells in order (the user approves); answers each one's new outputs.
+
+        The run stops at the first cell that fails. Use it to verify a fix in the cells that depend on it.
+
+        Args:
+            cell_ids: the cells' ids, as shown by read_notebook, in the order to run them
+        """
+        try:
+            text = await _run_cells([str(c) for c in cell_ids])
+        except NoFrontend:
+            raise RuntimeError("cells can only be re-run in JupyterLab or Notebook 7 with the agentik extension; "
+                               "ask the user to re-run them") from None
+        return ToolOutput(text=text, display={"text/plain": text})
+
+    tools = [definition_from_function(fn, source="builtin") for fn in (read_notebook, edit_cell, delete_cell)]
+    rerun_tool.append(definition_from_function(run_cells, policy="ask", source="builtin"))
+    return tools + rerun_tool
 
 
-def register_notebook_tools(registry: ToolRegistry, notebook_path: NotebookPath) -> None:
+def register_notebook_tools(registry: ToolRegistry, notebook_path: NotebookPath, approve: Approve | None = None) -> None:
     """Add the notebook tools, keeping a policy the user changed and a user tool of the same name."""
-    for definition in make_notebook_tools(notebook_path):
+    for definition in make_notebook_tools(notebook_path, approve, registry):
         existing: Any = registry.get(definition.name)
         if existing is not None and existing.source != "builtin":
             continue

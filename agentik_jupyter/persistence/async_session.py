@@ -12,6 +12,7 @@ order even when a cancelled write is still finishing while the interrupt is reco
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -123,8 +124,10 @@ class AsyncSessionDB:
 
     # ---- reads ----
 
-    async def audit_log(self, conversation_id: str, limit: int = 50, before_seq: int | None = None) -> AuditPage:
-        return await self._call(self.db.audit_log, conversation_id, limit, before_seq)
+    async def audit_log(
+        self, conversation_id: str, limit: int = 50, before_seq: int | None = None, *, whole_turns: bool = False
+    ) -> AuditPage:
+        return await self._call(functools.partial(self.db.audit_log, whole_turns=whole_turns), conversation_id, limit, before_seq)
 
     async def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
         return await self._call(self.db.working_memory, conversation_id, budget_tokens)

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from ..types import PersistedMessage
 from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
 from .models import AuditEntry, AuditPage, ConversationInfo
+from .pages import read_page
 from .readonly import exists_with_data, read_only
 from .schema import CONVERSATION_SELECT, CURRENT_VERSION
 
@@ -124,13 +125,7 @@ class SessionReader:
                 return AuditPage(
                     entries=entries, next_before_seq=None, next_after_seq=entries[-1].seq if more else None
                 )
-            bound = before_seq if before_seq is not None else 2**62
-            rows = conn.execute(
-                select + " AND seq < ? ORDER BY seq DESC LIMIT ?", (conversation_id, bound, limit + 1)
-            ).fetchall()
-            more = len(rows) > limit
-            entries = [_entry(r) for r in reversed(rows[:limit])]
-            return AuditPage(entries=entries, next_before_seq=entries[0].seq if more else None)
+            return read_page(conn, conversation_id, limit, before_seq)
 
         page = self._read(body, None)
         if page is None:

@@ -2,9 +2,10 @@
 
 - The audit log (table ``message``) is append-only and holds everything that happened,
   failed turns' errors included; the panel replays it on resume.
-- Working memory (table ``working_memory``) is what the model is sent: only whole turns,
-  written in one transaction when a turn completes, so it never holds an unpaired tool call
-  and a failed turn leaves it untouched.
+- Working memory (table ``working_memory``) is what the model is sent. The user message
+  enters it when the turn begins (so a retry after a failure still has the question); the
+  rest of the turn follows in one transaction when the turn completes, so it never holds an
+  unpaired tool call, and a failed turn leaves only its question there.
 
 Every method is synchronous and thread-safe (one connection behind a lock). Code on the
 kernel's event loop uses ``AsyncSessionDB`` instead. Temporary sessions (``%%agent --temp``)
@@ -18,8 +19,6 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
-
-from pydantic import TypeAdapter
 
 from ..security.scrub import scrub
 from ..types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
@@ -39,16 +38,17 @@ from .errors import (
     TurnNotFoundError,
     TurnStateError,
 )
-from .models import AuditEntry, AuditPage, AuditRef, ConversationInfo
+from .models import AuditPage, AuditRef, ConversationInfo
+from .pages import read_page
 from .pairing import check_turn, complete_pairs
 from .schema import CONVERSATION_SELECT, check_version, migrate
+from .working import insert_working, is_committed
 
 T = TypeVar("T")
 
 INTERRUPTED_CODE = "interrupted"
 TITLE_MAX_CHARS = 60
 
-_RECORD = TypeAdapter(PersistedMessage)
 
 
 def default_title(text: str, limit: int = TITLE_MAX_CHARS) -> str | None:
@@ -179,42 +179,6 @@ class SessionDB:
         )
         return AuditRef(message_id=record.id, seq=seq, turn_id=turn_id)
 
-    @staticmethod
-    def _is_committed(conn: sqlite3.Connection, conversation_id: str, turn_id: str) -> bool:
-        return (
-            conn.execute(
-                "SELECT 1 FROM working_memory WHERE conversation_id = ? AND turn_id = ? LIMIT 1",
-                (conversation_id, turn_id),
-            ).fetchone()
-            is not None
-        )
-
-    @classmethod
-    def _insert_working(
-        cls, conn: sqlite3.Connection, conversation_id: str, turn_id: str, messages: Sequence[ChatMessage]
-    ) -> None:
-        if cls._is_committed(conn, conversation_id, turn_id):
-            raise TurnStateError(f"turn {turn_id!r} is already committed to working memory")
-        order = conn.execute(
-            "SELECT coalesce(max(order_idx), 0) FROM working_memory WHERE conversation_id = ?",
-            (conversation_id,),
-        ).fetchone()[0]
-        created = now()
-        for message in messages:
-            order += 1
-            source = conn.execute(
-                "SELECT id FROM message WHERE id = ? AND conversation_id = ?", (message.id, conversation_id)
-            ).fetchone()
-            conn.execute(
-                "INSERT INTO working_memory"
-                " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id, turn_id, order, source[0] if source else None,
-                    scrub(message.model_dump_json()), created,
-                ),
-            )
-
     # ---- conversations ----
 
     def create_conversation(self, title: str | None = None, is_temporal: bool = False) -> ConversationInfo:
@@ -276,12 +240,16 @@ class SessionDB:
     # ---- turns ----
 
     def begin_turn(self, conversation_id: str, user: UserMessage) -> str:
-        """Start a turn: append the user message to the audit log; returns the new turn id."""
+        """Start a turn: the user message goes to the audit log and to working memory (as the
+        spec says, so "try again" after a failure reaches the model with the question); returns
+        the new turn id."""
         turn_id = new_id("turn_")
+        question = ChatMessage(id=user.id, role="user", content=user.content, timestamp=user.timestamp)
 
         def body(conn: sqlite3.Connection) -> str:
             row = self._writable_row(conn, conversation_id)
             self._insert_record(conn, conversation_id, turn_id, user)
+            insert_working(conn, conversation_id, turn_id, [question])
             if row[1] is None:
                 conn.execute(
                     "UPDATE conversation SET title = ? WHERE id = ?", (default_title(scrub(user.content)), conversation_id)
@@ -308,7 +276,8 @@ class SessionDB:
         return self._write(body)
 
     def commit_turn(self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]) -> None:
-        """Write the finished turn's working memory (user, tool pairs, answer) in one transaction.
+        """Write the finished turn's working memory (tool pairs, answer; the user message is
+        there since begin_turn) in one transaction.
 
         Raises WorkingMemoryError, before writing anything, if a tool call lacks its result.
         A ChatMessage whose id equals an audit record's id is linked to it (source_message_id).
@@ -317,13 +286,14 @@ class SessionDB:
 
         def body(conn: sqlite3.Connection) -> None:
             self._require_turn(conn, conversation_id, turn_id)
-            self._insert_working(conn, conversation_id, turn_id, working)
+            insert_working(conn, conversation_id, turn_id, working)
             self._touch(conn, conversation_id)
 
         self._write(body)
 
     def fail_turn(self, conversation_id: str, turn_id: str | None, message: str, code: str | None = None) -> AuditRef:
-        """Record a failed turn: an error row in the audit log, nothing in working memory.
+        """Record a failed turn: an error row in the audit log; working memory keeps only the
+        question begin_turn wrote, so the next turn ("try again") still has it.
 
         ``turn_id=None`` is for failures before any turn began (e.g. empty input): the error
         gets a turn of its own.
@@ -352,7 +322,7 @@ class SessionDB:
         an error row with code "interrupted" to the audit log.
 
         Unanswered tool calls are dropped (see ``complete_pairs``). If nothing beyond the user
-        message survives, working memory is left alone, as for a failed turn; pass a partial
+        message survives, working memory keeps only the question, as for a failed turn; pass a partial
         answer as an assistant message if the model should see it. A turn already committed
         (Stop pressed after the answer was saved) only gets the marker.
         """
@@ -361,8 +331,8 @@ class SessionDB:
 
         def body(conn: sqlite3.Connection) -> AuditRef:
             self._require_turn(conn, conversation_id, turn_id)
-            if len(kept) > 1 and not self._is_committed(conn, conversation_id, turn_id):
-                self._insert_working(conn, conversation_id, turn_id, kept)
+            if len(kept) > 1 and not is_committed(conn, conversation_id, turn_id):
+                insert_working(conn, conversation_id, turn_id, kept)
             ref = self._insert_record(conn, conversation_id, turn_id, record)
             self._touch(conn, conversation_id)
             return ref
@@ -371,30 +341,21 @@ class SessionDB:
 
     # ---- reads ----
 
-    def audit_log(self, conversation_id: str, limit: int = 50, before_seq: int | None = None) -> AuditPage:
+    def audit_log(
+        self, conversation_id: str, limit: int = 50, before_seq: int | None = None, *, whole_turns: bool = False
+    ) -> AuditPage:
         """The newest ``limit`` audit rows older than ``before_seq`` (all if None), oldest first.
 
         Start with ``before_seq=None`` for the latest page; page back with the returned
-        ``next_before_seq`` until it is None.
+        ``next_before_seq`` until it is None. ``whole_turns`` widens a page that would start
+        mid-turn back to the turn's first row (see ``pages.read_page``).
         """
         if limit <= 0:
             raise ValueError("limit must be positive")
-        bound = before_seq if before_seq is not None else 2**62
 
         def body(conn: sqlite3.Connection) -> AuditPage:
             self._conversation_row(conn, conversation_id)
-            rows = conn.execute(
-                "SELECT seq, turn_id, created_at, payload_json FROM message"
-                " WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-                (conversation_id, bound, limit + 1),
-            ).fetchall()
-            more = len(rows) > limit
-            rows = list(reversed(rows[:limit]))
-            entries = [
-                AuditEntry(seq=seq, turn_id=turn, created_at=created, record=_RECORD.validate_json(payload))
-                for seq, turn, created, payload in rows
-            ]
-            return AuditPage(entries=entries, next_before_seq=entries[0].seq if more else None)
+            return read_page(conn, conversation_id, limit, before_seq, whole_turns=whole_turns)
 
         return self._read(body)
 

@@ -1,5 +1,6 @@
 """Trust decisions in one place: what is masked before it leaves, and which project files are trusted.
 
 `scrub` masks the key and secret-looking values at the boundary every output passes;
+`stream` does the same for text that arrives in pieces (a key split across deltas);
 `trust` decides whether a project file (an `mcp.json` beside a notebook) may act.
 """

@@ -111,6 +111,10 @@ def _compiled(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]
     return re.compile("|".join(re.escape(a) for a in alternatives)), names
 
 
+def secret_patterns(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """The pattern matching every form of `secrets` (longest first), and each form's name."""
+    return _compiled(secrets)
+
 
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
     """`text` with every secret (in any of its forms) replaced by `[hidden: NAME]`."""
@@ -158,6 +162,29 @@ def scrub_result(result: Any) -> Any:
     )
 
 
+def scrub_response(response: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """A model's assembled answer (ProviderChatResponse) with its text, reasoning, tool-call
+    arguments and content blocks scrubbed (a copy): what is shown and kept is what was streamed."""
+
+    def text(value: str | None) -> str | None:
+        return scrub(value, environ) if value else value
+
+    calls = [
+        c.model_copy(update={"args": scrub_value(c.args, environ), "arguments_raw": text(c.arguments_raw),
+                             "parse_error": text(c.parse_error)})
+        for c in response.tool_calls
+    ]
+    blocks = response.content_blocks
+    return response.model_copy(
+        update={
+            "content": text(response.content),
+            "reasoning": text(response.reasoning),
+            "tool_calls": calls,
+            "content_blocks": scrub_value(blocks, environ) if blocks else blocks,
+        }
+    )
+
+
 class SecretFilter(logging.Filter):
     """Masks secrets in a log record's message, arguments, traceback and stack."""
 
@@ -188,6 +215,19 @@ def _package_record_factory(previous: Callable[..., logging.LogRecord]) -> Calla
 
     factory.agentik_scrub = True  # type: ignore[attr-defined]
     return factory
+
+
+def scrubbed_logger(parent: logging.Logger, suffix: str = "agentik") -> logging.Logger:
+    """A child of `parent` whose records are masked; they still reach `parent`'s handlers.
+
+    The Jupyter server's handlers log to the server's own logger (and so does its access
+    log, through `handler.log`), which the package's filter does not see: our handlers log
+    to this child instead, so their lines look the same and carry no secret.
+    """
+    child = parent.getChild(suffix)
+    if _FILTER not in child.filters:
+        child.addFilter(_FILTER)
+    return child
 
 
 def install_log_filter() -> None:

@@ -35,6 +35,7 @@ class ChatHandler(AgentikHandler):
         try:
             result = await handle(body)
         except ChatRouteError as exc:
+            self._log_failure(exc.status, exc.body)
             self.set_status(exc.status)
             self.finish(json.dumps(exc.body))
             return
@@ -69,9 +70,16 @@ class ChatHandler(AgentikHandler):
     async def _pump(self, request: Any, tools: Any) -> None:
         event_id = 0
         async for kind, data in chat_events(request, tools):
+            if kind == "error":
+                self._log_failure(502, data)
             event_id += 1
             self.write(encode(event_id, kind, data))
             await self.flush()
+
+    def _log_failure(self, status: int, body: dict[str, Any]) -> None:
+        """A provider or configuration failure is the operator's business too: one warning line."""
+        if status >= 500:
+            self.log.warning("agentik chat: %s: %s", body.get("error"), body.get("message"))
 
     def on_connection_close(self) -> None:
         """The client closed the stream (Stop in the kernel): stop the provider request now."""

@@ -10,11 +10,13 @@ one JSON object that repeats its ``type``; ids count up from 1.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Iterator, Mapping
 
 from ..chat import AdapterCache, ChatRouteError, parse_request, stream_chat
 from ..providers.base import ReasoningDelta, StreamDone, TextDelta, UsageDelta
 from ..providers.errors import AgentikError, ConfigurationError, ProviderError, scrub
+from ..security.scrub import scrub_response
+from ..security.stream import StreamScrubber
 from ..types import ChatRequest, ToolSchema
 
 EVENT_STREAM = "text/event-stream"
@@ -71,20 +73,36 @@ async def chat_events(
     environ: Mapping[str, str] | None = None,
     adapters: AdapterCache | None = None,
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """(event type, data) pairs for one model call; never raises a provider error."""
+    """(event type, data) pairs for one model call; never raises a provider error.
+
+    Text and reasoning pass a `StreamScrubber` each (a key split across deltas is masked too),
+    and what they hold back is sent before the last event; every other event is scrubbed whole.
+    """
+    text, thought = StreamScrubber(environ), StreamScrubber(environ)
+
+    def rest() -> Iterator[tuple[str, dict[str, Any]]]:
+        for kind, scrubber in (("reasoning", thought), ("delta", text)):
+            held = scrubber.finish()
+            if held:
+                yield kind, {"text": held}
+
     yield "start", {"model": request.model}
     try:
         async for delta in stream_chat(
             request.messages, request.context, tool_schemas, model=request.model, environ=environ, adapters=adapters
         ):
             if isinstance(delta, TextDelta) and delta.text:
-                yield "delta", {"text": delta.text}
+                if shown := text.push(delta.text):
+                    yield "delta", {"text": shown}
             elif isinstance(delta, ReasoningDelta) and delta.text:
-                yield "reasoning", {"text": delta.text}
+                if shown := thought.push(delta.text):
+                    yield "reasoning", {"text": shown}
             elif isinstance(delta, UsageDelta):
                 yield "usage", delta.usage.model_dump(mode="json")
             elif isinstance(delta, StreamDone):
-                response = delta.response
+                for event in rest():
+                    yield event
+                response = scrub_response(delta.response, environ)
                 calls = [{"id": c.id, "name": c.name, "args": c.args} for c in response.tool_calls]
                 for index, call in enumerate(calls):
                     yield "tool_call", {"index": index, **call}
@@ -97,9 +115,15 @@ async def chat_events(
                 }
                 return
     except ChatRouteError as exc:
+        for event in rest():
+            yield event
         yield "error", exc.body
         return
     except Exception as exc:  # every failure becomes the stream's last event
+        for event in rest():
+            yield event
         yield "error", error_event(exc)
         return
+    for event in rest():
+        yield event
     yield "error", {"error": "LLM provider error", "message": "The provider stream ended without a final response."}

@@ -1,7 +1,9 @@
 """The chat panel: the whole conversation, a text box to continue it, Stop, status, errors.
 
 History is rendered from chat_store.messages (so a resumed session shows at
-once); a running turn is rendered from its events (streamed, throttled).
+once); a running turn is rendered from its events (streamed, throttled). A resumed
+long session shows its latest page; "Show older" puts the page before it on top,
+rendering only the new messages. Typing `@` in the box suggests the kernel's variables.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, Callable
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
+from ..security.scrub import scrub
 from ..store import ChatState
 from ..types import ChatMessage, End, Event, StartResponse, ToolCall
 from .approval_card import ApprovalCard
@@ -20,6 +23,7 @@ from .cards import ToolCard
 from .markdown import escape, render_markdown
 from .protocol import ApprovalRequestLike, SessionLike
 from .status import ErrorBanner, StatusLine
+from .suggestions import MentionSuggestions
 from .turn_view import close_tree
 from ..kernel.mainloop import main_thread_callback
 
@@ -42,6 +46,8 @@ class ChatPanel:
         self.session = session
         self.clock = clock
         self.title = HTML(value=self._title_html())
+        self.older_button = Button(description="Show older", icon="history", layout=Layout(display="none"))
+        self.older_button.on_click(main_thread_callback(lambda _: self.show_older()))
         # The transcript scrolls inside a 40em box. `history` (the messages, top to bottom)
         # must not be a flex child that shrinks: inside a height-capped flex column its items
         # were squeezed and overlapped instead of scrolling. The reversed column keeps the
@@ -57,6 +63,7 @@ class ChatPanel:
         # Widget messages may arrive on a kernel subshell's thread: hand them to the main loop.
         self.input.on_msg(main_thread_callback(self._on_input_msg))
         self.input.observe(main_thread_callback(self._on_input_value), names="value")
+        self.suggestions = MentionSuggestions(self.input, lambda: getattr(session, "name_suggester", None))
         self._submit_due = False
         self._submit_timer: asyncio.TimerHandle | None = None
         self.send_button = Button(description="Send", button_style="primary", icon="paper-plane")
@@ -64,15 +71,17 @@ class ChatPanel:
         self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy)
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
         self.widget = VBox(children=(
-            self.title, self.scroller, self.banner.widget,
-            HBox(children=(self.input, self.send_button, self.stop_button)),
+            self.title, self.older_button, self.scroller, self.banner.widget,
+            HBox(children=(self.input, self.send_button, self.stop_button)), self.suggestions.widget,
             HBox(children=(self.status.widget, self.notice)),
         ))
+        self.older_task: asyncio.Task[Any] | None = None
         self.last_task: asyncio.Task[Any] | None = None
         self._body: TurnBody | None = None
         self._rendered: list[str] = []
         self._cards: dict[str, ToolCard] = {}
         self._render_all(session.chat_store.messages)
+        self._sync_older()
         self._unsubscribe = [session.chat_store.subscribe(self._on_chat), session.on_event(self._on_event)]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -98,6 +107,25 @@ class ChatPanel:
             self.input.value = ""
         return self.last_task
 
+    def show_older(self) -> asyncio.Task[Any] | None:
+        """Load the page of history before the first message shown; it appears on top."""
+        load = getattr(self.session, "load_older", None)
+        if load is None or (self.older_task is not None and not self.older_task.done()):
+            return None
+        self.older_button.disabled = True
+        self.older_task = asyncio.get_running_loop().create_task(load())
+        self.older_task.add_done_callback(self._older_loaded)
+        return self.older_task
+
+    def _older_loaded(self, task: asyncio.Task[Any]) -> None:
+        self.older_button.disabled = False
+        if not task.cancelled() and task.exception() is not None:
+            self.notice.value = f"<em>Could not load older messages: {escape(scrub(str(task.exception())))}</em>"
+        self._sync_older()
+
+    def _sync_older(self) -> None:
+        self.older_button.layout.display = "" if getattr(self.session, "has_older", False) else "none"
+
     def _on_turn_start(self) -> None:
         # This turn's approvals belong in this panel, not in the view of the last `%%agent`
         # cell (which set itself as the presenter for its own turn and has since ended).
@@ -119,6 +147,7 @@ class ChatPanel:
     def _on_input_value(self, change: dict[str, Any]) -> None:
         if self._submit_due:
             self._settle_submit()
+        self.suggestions.update(str(change.get("new") or ""))
 
     def _settle_submit(self) -> None:
         if self._submit_timer is not None:
@@ -153,44 +182,54 @@ class ChatPanel:
 
     def _render_all(self, messages: tuple[ChatMessage, ...]) -> None:
         old = list(self.history.children)
-        self.history.children = ()
+        self._cards = {}
+        self._rendered = [m.id for m in messages]
+        self.history.children = tuple(self._widgets(messages))
         for w in old:
             close_tree(w)
-        self._rendered, self._cards = [], {}
-        for m in messages:
-            self._render_message(m)
 
-    def _render_message(self, m: ChatMessage) -> None:
-        self._rendered.append(m.id)
+    def _widgets(self, messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> list[Widget]:
+        out: list[Widget] = []
+        for m in messages:
+            self._render_message(m, out)
+        return out
+
+    def _render_message(self, m: ChatMessage, out: list[Widget]) -> None:
         if m.role == "user":
-            self._add(HTML(value=user_html(m.content)))
+            out.append(HTML(value=user_html(m.content)))
         elif m.role == "assistant":
             if m.error is not None:
-                self._add(HTML(value=error_html(m.error)))
+                out.append(HTML(value=error_html(m.error)))
             elif m.content:
-                self._add(HTML(value=f'<div class="agentik-assistant">{render_markdown(m.content)}</div>'))
+                out.append(HTML(value=f'<div class="agentik-assistant">{render_markdown(m.content)}</div>'))
             for call in m.tool_calls or []:
                 card = ToolCard(call)
                 self._cards[call.id] = card
-                self._add(card.widget)
+                out.append(card.widget)
         elif m.role == "tool" and m.tool_result is not None:
             result = m.tool_result
             existing = self._cards.get(result.tool_call_id)
             if existing is None:
                 existing = ToolCard(ToolCall(id=result.tool_call_id, name=result.name))
-                self._add(existing.widget)
+                out.append(existing.widget)
             existing.set_result(result)
 
     def _on_chat(self, state: ChatState) -> None:
         ids = [m.id for m in state.messages]
-        if ids[: len(self._rendered)] != self._rendered:
-            self._render_all(state.messages)
-            return
-        for m in state.messages[len(self._rendered):]:
-            if self._body is not None and m.role != "user":
+        shown = len(self._rendered)
+        self._sync_older()
+        if ids[:shown] == self._rendered:  # new messages at the end
+            for m in state.messages[shown:]:
                 self._rendered.append(m.id)
-            else:
-                self._render_message(m)
+                if self._body is None or m.role == "user":  # a running turn draws its own
+                    for widget in self._widgets([m]):
+                        self._add(widget)
+        elif shown and ids[len(ids) - shown:] == self._rendered:  # an older page in front
+            head = state.messages[: len(ids) - shown]
+            self._rendered[:0] = [m.id for m in head]
+            self.history.children = (*self._widgets(head), *self.history.children)
+        else:
+            self._render_all(state.messages)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:

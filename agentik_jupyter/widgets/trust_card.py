@@ -4,18 +4,18 @@ It lists each server as written in the file: the command and arguments or the
 URL, the names of the environment variables it would read (never their values),
 the names it sets, and the policy it asks for. A click may arrive on another
 thread (JupyterLab sends widget messages on a kernel subshell), so the buttons
-only hand the decision to the kernel's main loop, captured when the card is made.
+hand the decision to the kernel's main loop (`kernel.mainloop`), as every widget does.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
+from ..kernel.mainloop import main_thread_callback, run_on_main
 from .markdown import escape
 
 log = logging.getLogger(__name__)
@@ -55,14 +55,14 @@ class TrustCard:
     """A live card for one version (path + sha256) of a project file; `widget` is what to display."""
 
     def __init__(self, path: str, servers: list[Any], decide: Decide) -> None:
-        self._loop = asyncio.get_running_loop()
         self._decide = decide
+        self._task: Any = None
         self.decided = False
         self.question = HTML(value=trust_html(path, servers))
         self.trust_button = Button(description="Trust", button_style="warning", icon="check")
         self.decline_button = Button(description="Don't trust", icon="times", layout=Layout(width="auto"))
-        self.trust_button.on_click(lambda _: self._clicked(True))
-        self.decline_button.on_click(lambda _: self._clicked(False))
+        self.trust_button.on_click(main_thread_callback(lambda _: self._start(True)))
+        self.decline_button.on_click(main_thread_callback(lambda _: self._start(False)))
         self.buttons = HBox(children=(self.trust_button, self.decline_button))
         self.outcome = HTML(value="")
         self.widget = VBox(
@@ -70,17 +70,14 @@ class TrustCard:
             layout=Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
         )
 
-    def _clicked(self, trusted: bool) -> None:
-        """Called on whatever thread delivered the click: only hand it to the main loop."""
-        self._loop.call_soon_threadsafe(self._start, trusted)
-
     def _start(self, trusted: bool) -> None:
+        """On the main loop: decide once, then record the decision in a task there."""
         if self.decided:
             return
         self.decided = True
         self.buttons.layout.display = "none"
         self.outcome.value = "Trusting…" if trusted else "Not trusted."
-        self._loop.create_task(self._run(trusted), name="agentik-mcp-trust")
+        self._task = run_on_main(self._run(trusted))  # held: the loop keeps only a weak reference
 
     async def _run(self, trusted: bool) -> None:
         try:

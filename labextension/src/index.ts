@@ -6,7 +6,6 @@ import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyte
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
-import { followNotebookKernels } from './cells';
 import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 
@@ -36,17 +35,9 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const cellsPlugin: JupyterFrontEndPlugin<void> = {
-  id: 'agentik-jupyter:cells',
-  description: 'Inserts the code cells the agent proposes while a turn runs in the background.',
-  autoStart: true,
-  requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => followNotebookKernels(notebooks)
-};
-
 const notebookPlugin: JupyterFrontEndPlugin<void> = {
   id: 'agentik-jupyter:notebook',
-  description: 'The live notebook for the agent, its edits as diffs to accept or reject, and "Fix with agent" on errors.',
+  description: 'The live notebook for the agent: its cells, proposed cells and edits (diffs to accept or reject), re-runs, "Fix with agent".',
   autoStart: true,
   requires: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => {
@@ -55,4 +46,4 @@ const notebookPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin, cellsPlugin, notebookPlugin];
+export default [sessionsPlugin, notebookPlugin];

@@ -1,6 +1,6 @@
 /**
  * Each open notebook's kernel connection, once, including kernels a notebook switches to later:
- * the comm targets the kernel side opens (agentik.cells, agentik.notebook) are registered there.
+ * the comm target the kernel side opens (agentik.notebook) is registered there.
  */
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel } from '@jupyterlab/services';

@@ -7,30 +7,39 @@
  * `stale` when the cell no longer holds the source the agent read, else show the change on the
  * cell with Accept / Reject / Accept and run, answer `shown`, and then the user's decision.
  * Nothing changes before Accept; a request the kernel closes (Stop, timeout) takes its diff away.
+ * `insert_cell` puts a proposed cell below the asking one (cells.ts) and answers its id;
+ * `run_cells` re-runs cells in order (the fix loop's dependent cells, after the user approved
+ * in the kernel) and answers each one's outputs, stopping at the first that fails.
  */
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
+import { insertBelow } from './cells';
 import { forEachNotebookKernel } from './kernels';
 
 export const REQUEST_TARGET = 'agentik.notebook';
 export const REPLY_TARGET = 'agentik.notebook.reply';
 
+const ACTIONS = ['read', 'edit_cell', 'delete_cell', 'insert_cell', 'run_cells'] as const;
+
 interface IRequest {
-  action: 'read' | 'edit_cell' | 'delete_cell';
+  action: (typeof ACTIONS)[number];
   request_id: string;
   cell_id?: string;
   expected_source?: string;
   new_source?: string;
   in_request?: boolean;
+  source?: string;
+  after_cell_id?: string | null;
+  cell_ids?: string[];
 }
 
 type Reply = Record<string, unknown>;
 
 function isRequest(data: unknown): data is IRequest {
   const d = data as Partial<IRequest> | null;
-  return !!d && typeof d.request_id === 'string' && ['read', 'edit_cell', 'delete_cell'].includes(d.action ?? '');
+  return !!d && typeof d.request_id === 'string' && (ACTIONS as readonly string[]).includes(d.action ?? '');
 }
 
 function answer(kernel: Kernel.IKernelConnection, requestId: string, data: Reply): void {
@@ -134,9 +143,40 @@ async function runAndReport(
     return;
   }
   const ok = await ran;
-  const cell = panel.content.widgets[index];
-  const outputs = cell && cell.model.type === 'code' ? (cell.model.toJSON() as { outputs?: unknown[] }).outputs ?? [] : [];
+  const outputs = outputsOf(panel.content.widgets[index]);
   answer(kernel, requestId, { phase: 'result', status: 'accepted_and_run', ran_ok: ok, outputs });
+}
+
+function outputsOf(cell: NotebookPanel['content']['widgets'][number] | undefined): unknown[] {
+  return cell && cell.model.type === 'code' ? (cell.model.toJSON() as { outputs?: unknown[] }).outputs ?? [] : [];
+}
+
+/**
+ * Run the cells in order, one at a time, and answer what each printed; stop at the first failure
+ * (as Run All does). Queued behind a still-executing asking cell (`--wait`), the runs would wait
+ * for the turn that waits for them: then answer at once that they are queued.
+ */
+async function runCells(panel: NotebookPanel, kernel: Kernel.IKernelConnection, request: IRequest): Promise<void> {
+  const found = (request.cell_ids ?? []).map(id => ({ id, at: cellWidget(panel, id) }));
+  const cells: Reply[] = [];
+  for (const { id, at } of found) {
+    if (!at || at.cell.model.type !== 'code') {
+      cells.push({ cell_id: id, status: at ? 'not_code' : 'missing' });
+      continue;
+    }
+    const ran = NotebookActions.runCells(panel.content, [at.cell], panel.sessionContext);
+    if (request.in_request === true) {
+      void ran;
+      cells.push({ cell_id: id, status: 'queued' });
+      continue;
+    }
+    const ok = await ran;
+    cells.push({ cell_id: id, status: ok ? 'ok' : 'failed', outputs: outputsOf(cellWidget(panel, id)?.cell) });
+    if (!ok) {
+      break;
+    }
+  }
+  answer(kernel, request.request_id, { phase: 'result', status: 'ok', cells });
 }
 
 function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: Kernel.IComm, request: IRequest): void {
@@ -203,6 +243,13 @@ function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
       if (data.action === 'read') {
         const nb = panel.content.model?.toJSON() as { cells?: unknown[] } | undefined;
         answer(kernel, data.request_id, { phase: 'result', status: 'ok', path: panel.context.path, cells: nb?.cells ?? [] });
+      } else if (data.action === 'insert_cell') {
+        const cellId = insertBelow(panel, data.source ?? '', data.after_cell_id ?? null);
+        answer(kernel, data.request_id, { phase: 'result', status: cellId ? 'ok' : 'error', cell_id: cellId });
+      } else if (data.action === 'run_cells') {
+        void runCells(panel, kernel, data).catch(error =>
+          answer(kernel, data.request_id, { phase: 'result', status: 'error', message: String(error) })
+        );
       } else {
         propose(panel, kernel, comm, data);
       }

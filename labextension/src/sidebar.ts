@@ -12,22 +12,18 @@ import {
   deleteSession,
   fetchHistory,
   followSessionEvents,
-  HistoryRecord,
   IHistoryEntry,
   ISessionEvent,
   ISessionInfo,
-  IToolCall,
-  IToolEntry,
   listSessionsPage,
-  renameSession,
-  TranscriptEntry
+  renameSession
 } from './api';
+import { historyEntries, prependPage, turns } from './history';
 import { el, RenderContext, renderEntries } from './renderer';
 
 const PAGE_SIZE = 50;
 const LIST_PAGE_SIZE = 100;
 const REFRESH_DELAY_MS = 100;
-const PREVIEW_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'text/html'];
 
 export const agentIcon = new LabIcon({
   name: 'agentik-jupyter:agent',
@@ -36,78 +32,6 @@ export const agentIcon = new LabIcon({
     '<path class="jp-icon3" fill="#616161" d="M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5' +
     'a2 2 0 0 1 2-2zm3 6.5a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01z"/></svg>'
 });
-
-function resultText(value: unknown): string {
-  if (value === null || value === undefined) {
-    return '';
-  }
-  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
-}
-
-function displayPayload(display: Record<string, unknown> | null | undefined): Record<string, string> | null {
-  const kept = Object.entries(display ?? {}).filter(
-    ([mime, data]) => PREVIEW_TYPES.includes(mime) && typeof data === 'string'
-  );
-  return kept.length ? (Object.fromEntries(kept) as Record<string, string>) : null;
-}
-
-/** Audit-log records -> transcript entries: each tool call one card, its result filled in. */
-export function historyEntries(records: HistoryRecord[]): TranscriptEntry[] {
-  const entries: TranscriptEntry[] = [];
-  const tools = new Map<string, IToolEntry>();
-  const card = (call: IToolCall): IToolEntry => {
-    let tool = tools.get(call.id);
-    if (!tool) {
-      tool = { role: 'tool', id: call.id, name: call.name, args: call.args ?? {}, result: null, error: null };
-      tools.set(call.id, tool);
-      entries.push(tool);
-    }
-    return tool;
-  };
-  for (const record of records) {
-    switch (record.kind) {
-      case 'user':
-        entries.push({ role: 'user', content: record.content });
-        break;
-      case 'assistant':
-        if (record.content) {
-          entries.push({ role: 'assistant', content: record.content });
-        }
-        (record.tool_calls ?? []).forEach(card);
-        break;
-      case 'tool_call':
-        card(record.call);
-        break;
-      case 'tool_result': {
-        const r = record.result;
-        Object.assign(card({ id: r.tool_call_id, name: r.name }), {
-          result: r.error ? null : resultText(r.result),
-          error: r.error ?? null,
-          duration_ms: r.duration_ms ?? null,
-          display: displayPayload(r.display)
-        });
-        break;
-      }
-      case 'error':
-        entries.push({ role: 'error', message: record.message, code: record.code ?? null });
-        break;
-    }
-  }
-  return entries;
-}
-
-function turns(page: IHistoryEntry[]): IHistoryEntry[][] {
-  const grouped: IHistoryEntry[][] = [];
-  for (const entry of page) {
-    const last = grouped[grouped.length - 1];
-    if (last && last[0].turn_id === entry.turn_id) {
-      last.push(entry);
-    } else {
-      grouped.push([entry]);
-    }
-  }
-  return grouped;
-}
 
 function when(seconds: number): string {
   return new Date(seconds * 1000).toLocaleString();
@@ -135,6 +59,7 @@ export class SessionsSidebar extends Widget {
   private followed: string | null = null;
   private refreshTimer = 0;
   private history: HTMLElement | null = null;
+  private readonly rows = new WeakMap<HTMLElement, IHistoryEntry[]>();
   private heading: HTMLElement | null = null;
   private readonly where = el('div', 'agentik-sidebar-notebook');
   private readonly note = el('div', 'agentik-sidebar-note');
@@ -451,19 +376,30 @@ export class SessionsSidebar extends Widget {
       node.dataset.firstSeq = String(turn[0].seq);
       node.appendChild(el('div', 'agentik-turn-time', when(turn[0].created_at)));
       node.append(...(await renderEntries(historyEntries(turn.map(e => e.record)), this.ctx)));
+      this.rows.set(node, turn);
       nodes.push(node);
     }
     return nodes;
   }
 
-  /** Put a page above what is shown (pages arrive newest first, each oldest first). */
+  /**
+   * Put a page above what is shown (pages arrive newest first, each oldest first). A page
+   * cut by row count may end inside the turn shown first: that turn is drawn again, whole,
+   * so its tool calls meet their results and nothing appears twice.
+   */
   private async addPage(
     history: HTMLElement,
     page: IHistoryEntry[],
     before: number | null,
     earlier: HTMLButtonElement
   ): Promise<void> {
-    history.prepend(...(await this.turnNodes(page)));
+    const first = history.firstElementChild as HTMLElement | null;
+    const { entries, replaces } = prependPage(page, first?.dataset.turnId, first ? this.rows.get(first) : undefined);
+    const nodes = await this.turnNodes(entries);
+    if (replaces && first) {
+      first.remove();
+    }
+    history.prepend(...nodes);
     this.before = before;
     earlier.hidden = before === null;
   }

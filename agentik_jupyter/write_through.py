@@ -1,0 +1,60 @@
+"""A running turn's records go to the audit log as they happen, not when the turn ends.
+
+A kernel that dies mid-turn leaves what was said and done so far in the sessions file;
+writes run off the loop (AsyncSessionDB) and the turn waits for them (``drain``) before it
+is closed, so its records keep their order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from .persistence import AsyncSessionDB
+from .types import AssistantMessage, ChatMessage, Event, PersistedMessage, ToolCallEvent, ToolCallRecord, ToolResultRecord
+
+log = logging.getLogger(__name__)
+
+# Where the running turn is written: (db, conversation id, turn id); any None means "nowhere".
+Target = Callable[[], tuple[AsyncSessionDB | None, str | None, str | None]]
+
+
+class WriteThrough:
+    """Persist hook for the chat store and listener for the orchestrator's events."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self._pending: set[asyncio.Future[Any]] = set()
+
+    def message(self, message: ChatMessage) -> None:
+        if message.role == "assistant" and message.error is None:
+            self._schedule(AssistantMessage(
+                id=message.id, content=message.content, reasoning=message.reasoning,
+                tool_calls=message.tool_calls, provider_blocks=message.provider_blocks,
+                timestamp=message.timestamp,
+            ))
+        elif message.role == "tool" and message.tool_result is not None:
+            self._schedule(ToolResultRecord(id=message.id, result=message.tool_result, timestamp=message.timestamp))
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, ToolCallEvent):
+            self._schedule(ToolCallRecord(call=event.call))
+
+    async def drain(self) -> None:
+        """Wait for the writes scheduled so far (their failures are logged, not raised)."""
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+    def _schedule(self, record: PersistedMessage) -> None:
+        db, conversation_id, turn_id = self._target()
+        if db is None or conversation_id is None or turn_id is None:
+            return
+        future = asyncio.ensure_future(db.append(conversation_id, turn_id, record))
+        self._pending.add(future)
+        future.add_done_callback(self._written)
+
+    def _written(self, future: asyncio.Future[Any]) -> None:
+        self._pending.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.error("audit write failed", exc_info=future.exception())
