@@ -17,6 +17,8 @@ from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.transport import InProcessTransport
 
 from .engines import ENGINE_BENCHMARKS
+from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
+from .saved_turn import saved_turn
 
 ANSWER = " ".join(f"word{i}" for i in range(2000))
 REPEATS = 7
@@ -136,6 +138,11 @@ async def widget_bytes_per_answer() -> dict[str, Any]:
 
 
 BENCHMARKS: dict[str, Callable[[], Any]] = {
+    "kernel_turns": kernel_turns,
+    "user_cell_latency": user_cell_latency,
+    "stop_latency": stop_latency,
+    "resume_10k": resume_10k,
+    "saved_turn": saved_turn,
     "turn_vs_raw_httpx": turn_vs_raw_httpx,
     "persisted_vs_temporary_turn": persisted_vs_temporary_turn,
     "describe_big_vs_small_frame": describe_big_vs_small_frame,

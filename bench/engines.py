@@ -38,6 +38,7 @@ def _measure(name: str, value: Any) -> dict[str, Any]:
     budget = describe_budget_s()
     del shell.user_ns[name]
     return {"ratio": round(seconds / budget, 2), "describe_s": round(seconds, 2), "budget_s": budget,
+            "over_budget_s": round(max(0.0, seconds - budget), 2),
             "rss_growth_mb": round(_rss_mb() - before, 1), "rows": ROWS, "chars": len(text),
             "statistics": text.splitlines()[2][:160]}
 

@@ -447,10 +447,9 @@ def test_stop_button_comm_message_ends_the_turn_within_a_second(tmp_path: Path) 
 
             # Wait until the answer is streaming, and visibly so: the view grew word by word.
             kernel.wait_until(f"{s}.agent_store.status == 'responding'", timeout=15)
-            time.sleep(0.3)
-            kernel.drain(0.05)
-            growing = [v for v in _widget_values(kernel) if "word3" in v and "word399" not in v]
-            assert len(growing) >= 2, "the answer should appear while it streams"
+            wait_for(lambda: kernel.drain(0.1) or len(
+                [v for v in _widget_values(kernel) if "word3" in v and "word399" not in v]) >= 2,
+                timeout=5, what="the answer to appear while it streams")
             assert parse_state(kernel.text(STATE_CODE))["busy"] is True
 
             start = time.monotonic()
@@ -466,14 +465,10 @@ def test_stop_button_comm_message_ends_the_turn_within_a_second(tmp_path: Path) 
             partial = "".join(m["content"] for m in rest if m["role"] == "assistant")
             assert partial and LONG_ANSWER.startswith(partial.strip()) and len(partial) < len(LONG_ANSWER)
 
-            # The button was disabled and the view concluded as stopped (updates sent to the frontend).
+            # The view concluded as stopped, then gave way to the transcript: its Stop button is closed.
             kernel.drain(0.3)
-            disabled = [
-                m for m in kernel.iopub
-                if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == stop_id
-                and m["content"]["data"].get("state", {}).get("disabled") is True
-            ]
-            assert disabled, "the Stop button should be disabled after the turn ended"
+            closed = [m for m in kernel.iopub if m["msg_type"] == "comm_close" and m["content"]["comm_id"] == stop_id]
+            assert closed, "the finished view's Stop button should be closed"
             assert any("Stopped" in json.dumps(m["content"]) for m in kernel.iopub if m["msg_type"] == "comm_msg")
 
             # The audit log: the question, then the "interrupted" marker last.

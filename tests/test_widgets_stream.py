@@ -1,4 +1,4 @@
-"""Streaming: bounded update rate, exact final state, and bytes linear in the answer."""
+"""Streaming: bounded update rate, exact final state, few widgets, and bytes linear in the answer."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.body import TurnBody
 from agentik_jupyter.widgets.markdown import render_markdown
-from agentik_jupyter.widgets.stream import RATE_HZ, StreamBuffer
+from agentik_jupyter.widgets.stream import MAX_WAIT_S, RATE_HZ, StreamBuffer
 
 from .widgets_support import CommLog, FakeClock, comm_log  # noqa: F401
 
@@ -45,8 +45,17 @@ def stream(text: str, seconds_per_char: float, log: CommLog) -> tuple[StreamBuff
 
 
 def final_html(buffer: StreamBuffer) -> str:
+    assert buffer.widget is not None
     (widget,) = buffer.widget.children
     return str(widget.value)
+
+
+def opens(log: CommLog) -> int:
+    return sum(1 for kind, *_ in log.messages if kind == "comm_open")
+
+
+def updates(log: CommLog) -> int:
+    return sum(1 for kind, _, _, data in log.messages if kind == "comm_msg" and data.get("method") == "update")
 
 
 def test_final_state_is_the_full_text_rendered(comm_log: CommLog) -> None:
@@ -60,31 +69,59 @@ def test_updates_are_bounded_by_the_rate(comm_log: CommLog) -> None:
     text = answer(6_000)
     clock = FakeClock()
     buffer = StreamBuffer(clock=clock)
-    tail_id = buffer._tail.comm.comm_id
     comm_log.reset()
     for ch in text:
         clock.advance(0.001)
         buffer.append(ch)
     seconds = clock.now
-    tail_updates = comm_log.updates_to(tail_id)
-    assert 0 < tail_updates <= seconds * RATE_HZ + 2
-    assert buffer.updates <= seconds * RATE_HZ + len(text) / 300 + 5
+    assert 0 < updates(comm_log) <= seconds * RATE_HZ + 2
+    assert buffer.updates <= seconds * RATE_HZ + 2
     buffer.finish()
     assert buffer.text == text
 
 
+def test_at_most_60_widget_updates_per_1000_tokens_and_the_final_text_exact(comm_log: CommLog) -> None:
+    """1,000 tokens of 4 characters, at full speed, at 250 and at 100 tokens a second."""
+    text = answer(4_000, seed=5)
+    for seconds_per_token in (0.0, 0.004, 0.01):
+        clock = FakeClock()
+        comm_log.reset()
+        buffer = StreamBuffer(clock=clock)
+        for i in range(0, len(text), 4):
+            clock.advance(seconds_per_token)
+            buffer.append(text[i:i + 4])
+        buffer.finish()
+        assert updates(comm_log) + opens(comm_log) <= 60, (seconds_per_token, updates(comm_log), opens(comm_log))
+        assert final_html(buffer) == render_markdown(text)
+
+
+def test_a_long_answer_has_few_widgets(comm_log: CommLog) -> None:
+    """A 1 MB answer used to open one HTML widget per Markdown block (~1,700 of them)."""
+    text = answer(1_000_000, seed=2)
+    clock = FakeClock()
+    buffer = StreamBuffer(clock=clock)
+    comm_log.reset()
+    for i in range(0, len(text), 40):
+        clock.advance(0.01)
+        buffer.append(text[i:i + 40])
+    assert opens(comm_log) <= 40, opens(comm_log)
+    assert comm_log.total_bytes < 4 * len(text), comm_log.total_bytes / len(text)
+    buffer.finish()
+    assert final_html(buffer) == render_markdown(text)
+
+
 def test_code_fences_survive_forced_cuts(comm_log: CommLog) -> None:
-    code = "\n".join(f"value_{i} = {i} * 2" for i in range(200))
+    code = "\n".join(f"value_{i} = {i} * 2" for i in range(600))
     text = f"Intro.\n\n```python\n{code}\n```\n\nAfter."
     clock = FakeClock()
     buffer = StreamBuffer(clock=clock)
     for ch in text:
         clock.advance(0.01)
         buffer.append(ch)
-    parts = [w.value for g in buffer._groups for w in g.children]
-    assert len(parts) > 3
+    parts = [w.value for w in buffer.widgets]
+    assert len(parts) >= 3
     assert all(p.count("<pre>") == p.count("</pre>") for p in parts)
-    assert sum("value_" in p and "<code" in p for p in parts) >= 3
+    assert sum("value_" in p and "<code" in p for p in parts) >= 2
     buffer.finish()
     assert final_html(buffer) == render_markdown(text)
 
@@ -113,7 +150,7 @@ async def test_real_turn_streamed_in_1_char_deltas_is_cheap(comm_log: CommLog) -
     body.finish()
     assert outcome.reason == "complete" and body.text == text
     assert comm_log.total_bytes < 20 * len(text), comm_log.total_bytes / len(text)
-    assert render_markdown(text) in [w.value for w in body.streams[0].widget.children]
+    assert [w.value for w in body.items] == [render_markdown(text)]
 
 
 async def test_a_pause_flushes_the_tail_on_the_loop(comm_log: CommLog) -> None:
@@ -122,6 +159,6 @@ async def test_a_pause_flushes_the_tail_on_the_loop(comm_log: CommLog) -> None:
     buffer = StreamBuffer()
     buffer.append("Hello")
     buffer.append(" world")
-    await asyncio.sleep(0.1)
-    assert "Hello world" in buffer._tail.value
+    await asyncio.sleep(MAX_WAIT_S + 0.1)
+    assert "Hello world" in buffer.widgets[-1].value
     buffer.finish()

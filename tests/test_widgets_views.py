@@ -112,12 +112,13 @@ async def test_tool_cards_are_collapsed_and_show_result_error_table_image_and_cu
     await s.start_turn("q")
     assert set(cards) == {"frame", "plot", "boom", "big"}
     assert all(c.collapsed for c in cards.values())
-    assert cards["frame"].widget.titles[0].startswith("✓ frame()") and "ms" in cards["frame"].widget.titles[0]
-    assert '<table border="1" class="dataframe">' in cards["frame"].body.value
-    assert f'src="data:image/png;base64,{PNG}"' in cards["plot"].body.value
-    assert cards["boom"].widget.titles[0].startswith("✗ boom() · error")
-    assert "kaboom &lt;script&gt;" in cards["boom"].body.value
-    assert "8,000 more characters not shown" in cards["big"].body.value
+    assert cards["frame"].title.startswith("✓ frame()") and "ms" in cards["frame"].title
+    assert f"<summary>{cards['frame'].title}</summary>" in cards["frame"].widget.value
+    assert '<table border="1" class="dataframe">' in cards["frame"].body_html
+    assert f'src="data:image/png;base64,{PNG}"' in cards["plot"].body_html
+    assert cards["boom"].title.startswith("✗ boom() · error")
+    assert "kaboom &lt;script&gt;" in cards["boom"].body_html
+    assert "8,000 more characters not shown" in cards["big"].body_html
 
 
 async def test_stop_button_ends_the_turn_and_the_view() -> None:

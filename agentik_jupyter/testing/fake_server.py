@@ -54,6 +54,7 @@ def echo_responder(request: RecordedRequest) -> Reply:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # TCP_NODELAY, as real providers' servers: each chunk leaves at once
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ipywidgets import HTML, Button, HBox, Layout, VBox
+from ipywidgets import HBox, VBox
 
 from ..kernel.mainloop import main_thread_callback
+from .shared import box, button, html, layout
 from .markdown import escape
 from .protocol import ApprovalRequestLike
 
@@ -78,27 +79,22 @@ class ApprovalCard:
 
     def __init__(self, request: ApprovalRequestLike) -> None:
         self.request = request
-        self.question = HTML(value=approval_html(request))
-        self.approve_button = Button(description="Approve", button_style="success", icon="check")
-        self.deny_button = Button(description="Deny", button_style="danger", icon="times")
-        self.always_button = Button(
-            description="Always in this conversation", button_style="warning", layout=Layout(width="auto")
-        )
+        self.question = html(approval_html(request))
+        self.approve_button = button("Approve", button_style="success", icon="check")
+        self.deny_button = button("Deny", button_style="danger", icon="times")
+        self.always_button = button("Always in this conversation", "auto", button_style="warning")
         # Clicks may arrive on a kernel subshell's thread: decide on the main loop.
         self.approve_button.on_click(main_thread_callback(lambda _: self.request.approve()))
         self.deny_button.on_click(main_thread_callback(lambda _: self.request.deny()))
         self.always_button.on_click(main_thread_callback(lambda _: self.request.approve(always=True)))
-        self.buttons = HBox(children=(self.approve_button, self.deny_button, self.always_button))
-        self.outcome = HTML(value="")
-        self.widget = VBox(
-            children=(self.question, self.buttons, self.outcome),
-            layout=Layout(border="2px solid #e0a800", padding="4px 8px", margin="4px 0"),
-        )
+        self.buttons = box(HBox, (self.approve_button, self.deny_button, self.always_button))
+        self.outcome = html("")
+        self.widget = box(VBox, (self.question, self.buttons, self.outcome), "approval")
         request.on_resolved(self._resolved)
 
     def _resolved(self, request: Any) -> None:
-        for button in (self.approve_button, self.deny_button, self.always_button):
-            button.disabled = True
-        self.buttons.layout.display = "none"
+        for choice in (self.approve_button, self.deny_button, self.always_button):
+            choice.disabled = True
+        self.buttons.layout = layout("hidden")  # shared layouts are swapped, never changed
         self.outcome.value = f"<b>{escape(decision_text(self.request))}</b>"
-        self.widget.layout.border = "1px solid #ccc"
+        self.widget.layout = layout("approval_done")

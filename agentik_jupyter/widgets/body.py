@@ -7,9 +7,9 @@ only consumes Events; it never asks the orchestrator anything.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
-from ipywidgets import HTML, Accordion, VBox, Widget
+from ipywidgets import Accordion, Box, VBox, Widget
 
 from ..types import (
     AppendText,
@@ -23,6 +23,7 @@ from ..types import (
 )
 from .cards import ToolCard
 from .markdown import escape
+from .shared import box, html
 from .stream import StreamBuffer
 
 
@@ -31,10 +32,26 @@ def error_html(message: str) -> str:
 
 
 class TurnBody:
-    """`widget` grows as the turn's events arrive; `finish()` settles the streamed text."""
+    """`widget` grows as the turn's events arrive; `finish()` settles the streamed text.
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.widget = VBox()
+    With `frame=(box, before, after)` the turn's widgets go straight into `box`, between the
+    widgets `before` and `after` (a turn view's header and footer): one box fewer per turn.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        frame: tuple[Box, Sequence[Widget], Sequence[Widget]] | None = None,
+    ) -> None:
+        if frame is None:
+            self.widget: Box = box(VBox)
+            self._before: tuple[Widget, ...] = ()
+            self._after: tuple[Widget, ...] = ()
+        else:
+            self.widget, before, after = frame
+            self._before, self._after = tuple(before), tuple(after)
+        self.items: list[Widget] = []
         self.clock = clock
         self.cards: dict[str, ToolCard] = {}
         self.streams: list[StreamBuffer] = []
@@ -79,19 +96,32 @@ class TurnBody:
         """Show an error inline (an Error event, or a turn task that crashed)."""
         self._settle()
         self.errors.append(message)
-        self.add(HTML(value=error_html(message)))
+        self.add(html(error_html(message)))
 
     def add(self, widget: Widget) -> None:
-        self.widget.children = (*self.widget.children, widget)
+        self.items.append(widget)
+        self._sync()
 
-    def finish(self) -> None:
-        self._settle()
+    def place(self, old: Sequence[Widget], new: Sequence[Widget]) -> None:
+        """Put `new` where `old` was (at the end when `old` is empty)."""
+        at = self.items.index(old[0]) if old and old[0] in self.items else len(self.items)
+        gone = set(map(id, old))
+        self.items = [w for w in self.items[:at] if id(w) not in gone] + list(new) + \
+            [w for w in self.items[at:] if id(w) not in gone]
+        self._sync()
+
+    def finish(self, exact: bool = True) -> None:
+        """Settle the streams; `exact=False` skips re-rendering the full text (for a view that
+        a transcript replaces at once)."""
+        self._settle(exact)
+
+    def _sync(self) -> None:
+        self.widget.children = (*self._before, *self.items, *self._after)
 
     def _current_stream(self) -> StreamBuffer:
         if self._stream is None:
-            self._stream = StreamBuffer(clock=self.clock)
+            self._stream = StreamBuffer(clock=self.clock, place=self.place)
             self.streams.append(self._stream)
-            self.add(self._stream.widget)
         return self._stream
 
     def _current_thinking(self) -> StreamBuffer:
@@ -99,18 +129,17 @@ class TurnBody:
         if self._thinking is None:
             self._thinking = StreamBuffer(clock=self.clock)
             self.reasoning.append(self._thinking)
-            section = Accordion(children=(self._thinking.widget,), selected_index=None)
-            section.set_title(0, "💭 Thinking")
+            section = Accordion(children=(self._thinking.widget,), selected_index=None, titles=("💭 Thinking",))
             self.add(section)
         return self._thinking
 
-    def _settle_thinking(self) -> None:
+    def _settle_thinking(self, exact: bool = True) -> None:
         if self._thinking is not None:
-            self._thinking.finish()
+            self._thinking.finish(exact)
             self._thinking = None
 
-    def _settle(self) -> None:
-        self._settle_thinking()
+    def _settle(self, exact: bool = True) -> None:
+        self._settle_thinking(exact)
         if self._stream is not None:
-            self._stream.finish()
+            self._stream.finish(exact)
             self._stream = None

@@ -1,6 +1,7 @@
 """Tool-call cards: what the agent ran, with which arguments, how long it took, what came back.
 
-Collapsed by default (an Accordion live, a <details> in saved transcripts). A
+Collapsed by default: a <details> element, live (one HTML widget, no box or accordion
+around it) and in saved transcripts. A
 DataFrame result shows its HTML table preview (sanitised), an image shows as an
 image, and long text is cut with a note of how much was cut.
 """
@@ -11,11 +12,10 @@ import json
 import re
 from typing import Any
 
-from ipywidgets import HTML, Accordion
-
 from ..types import ToolCall, ToolResult
 from .markdown import escape
 from .sanitize import sanitize_html
+from .shared import html
 
 CARD_TEXT_LIMIT = 2_000
 HTML_PREVIEW_LIMIT = 200_000
@@ -126,19 +126,26 @@ def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True
 
 
 class ToolCard:
-    """The live card; `widget` is a collapsed Accordion whose title is plain text."""
+    """The live card: one HTML widget holding a collapsed <details> whose summary is the title."""
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self.result: ToolResult | None = None
-        self.body = HTML(value=card_body_html(call, None))
-        self.widget = Accordion(children=(self.body,), titles=(card_title(call, None),), selected_index=None)
+        self.widget = html(card_html(call, None))
+
+    @property
+    def title(self) -> str:
+        """The summary line, as plain text."""
+        return card_title(self.call, self.result)
+
+    @property
+    def body_html(self) -> str:
+        return card_body_html(self.call, self.result)
 
     def set_result(self, result: ToolResult) -> None:
         self.result = result
-        self.body.value = card_body_html(self.call, result)
-        self.widget.titles = (card_title(self.call, result),)
+        self.widget.value = card_html(self.call, result)
 
     @property
     def collapsed(self) -> bool:
-        return self.widget.selected_index is None
+        return "<details open" not in self.widget.value

@@ -13,6 +13,7 @@ from ..orchestrator import AWAITING_APPROVAL
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
 from .markdown import escape
+from .shared import html
 
 TICK_S = 1.0
 ENDINGS: dict[str, str] = {
@@ -33,7 +34,7 @@ class StatusLine:
     """Follows AgentStore.status while a turn is active; elapsed time ticks once a second."""
 
     def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.widget = HTML(value="", layout=Layout(flex="1 1 auto"))
+        self.widget = html("", "flex")
         self.clock = clock
         self._store = agent_store
         self._started: float | None = None
@@ -43,6 +44,7 @@ class StatusLine:
         self._waiting = False
         self._ahead: int | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._doing: tuple[str, str | None] | None = None
         self._unsubscribe = agent_store.subscribe(self._on_state)
 
     @property
@@ -103,7 +105,10 @@ class StatusLine:
         self._unsubscribe()
 
     def _on_state(self, state: AgentState) -> None:
-        if self.active:
+        # Only what the agent is doing changes the line here; the elapsed time moves on the tick.
+        doing = (state.status, state.active_tool)
+        if self.active and doing != self._doing:
+            self._doing = doing
             self._render()
 
     def _render(self) -> None:

@@ -1,12 +1,14 @@
-"""Streaming an answer into widgets at a bounded rate and in linear bytes.
+"""Streaming an answer into widgets at a bounded rate, in few widgets and linear bytes.
 
-A widget trait update re-sends the whole value, so re-setting one HTML widget
-with the full answer on every tick costs O(n²) bytes. Here the answer is shown
-as frozen *parts* (finished Markdown blocks, each a small HTML widget sent once)
-plus a short live *tail* (the block in progress, re-set at most ~25 times a
-second and never longer than `max_tail` characters). Tail updates are also held
-to a byte budget proportional to the text received. `finish()` replaces the
-parts with one widget rendering the full text, so the final state is exact.
+A widget trait update re-sends the whole value, so re-setting one HTML widget with the
+full answer on every tick costs O(n²) bytes. Here the answer is shown in *parts*: the live
+part (the text since the last seal, rendered) is re-set at most RATE_HZ times a second and
+only once MIN_CHARS new characters arrived (or MAX_WAIT_S passed), within a byte budget
+proportional to the text received. When the live part's finished Markdown blocks pass the
+seal size, its widget is sealed (never sent again) and a new live part starts. The seal
+size grows with the answer, so a long answer has O(log n) widgets, not one per block.
+`finish()` shows the full text as one rendered widget, so the final state is exact;
+`finish(exact=False)` only stops (for a view a transcript is about to replace).
 """
 
 from __future__ import annotations
@@ -14,18 +16,20 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
-from ipywidgets import HTML, Layout, VBox
-from ipywidgets.widgets.widget_string import HTMLStyle
+from ipywidgets import HTML, VBox, Widget
 
 from .markdown import render_markdown
+from .shared import box, html
 
-RATE_HZ = 25.0
-MAX_TAIL = 500
-MIN_PART = 300
-GROUP_SIZE = 12
-BUDGET_RATIO = 10.0
+RATE_HZ = 12.0
+MIN_CHARS = 72
+MAX_WAIT_S = 0.5
+SEAL_CHARS = 1_500
+SEAL_GROWTH = 0.25
+MAX_LIVE = 4_000
+BUDGET_RATIO = 3.0
 MSG_OVERHEAD = 80
 BUDGET_BASE = 4096
 SETTLE_S = 0.25
@@ -33,8 +37,7 @@ SETTLE_S = 0.25
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 Clock = Callable[[], float]
-
-
+Place = Callable[[Sequence[Widget], Sequence[Widget]], None]
 def _scan(src: str) -> tuple[int, int, str | None, str]:
     """Where `src` may be cut: (after the last safe block end, after the last newline,
     the code fence still open at that newline, and its opener line)."""
@@ -61,32 +64,41 @@ def _scan(src: str) -> tuple[int, int, str | None, str]:
 
 
 class StreamBuffer:
-    """Throttled, byte-frugal Markdown stream; `widget` is what to display."""
+    """Throttled, byte-frugal Markdown stream.
+
+    Its widgets go where `place(old, new)` puts them (a TurnBody's list); without `place`
+    they live in its own VBox, `widget`.
+    """
 
     def __init__(
         self,
         *,
         rate_hz: float = RATE_HZ,
-        max_tail: int = MAX_TAIL,
-        min_part: int = MIN_PART,
+        min_chars: int = MIN_CHARS,
+        seal_chars: int = SEAL_CHARS,
         clock: Clock = time.monotonic,
+        place: Place | None = None,
     ) -> None:
         self.min_interval = 1.0 / rate_hz
-        self.max_tail = max_tail
-        self.min_part = min_part
+        self.min_chars = min_chars
+        self.seal_chars = seal_chars
         self.clock = clock
-        self._layout = Layout(margin="0")
-        self._style = HTMLStyle()
-        self._tail = HTML(layout=self._layout, style=self._style)
-        self._groups: list[VBox] = []
-        self.widget = VBox(children=(self._tail,), layout=Layout(margin="0"))
+        self.widget: VBox | None = None
+        if place is None:
+            self.widget = box(VBox)  # type: ignore[assignment]
+            place = self._place_in_box
+        self._place = place
+        self.widgets: list[HTML] = []
+        self._live: HTML | None = None
         self._all: list[str] = []
         self._pending: list[str] = []
         self._src = ""
         self._carry = ""
         self._fence: str | None = None
         self._received = 0
-        self._tail_bytes = 0
+        self._sealed = 0
+        self._unshown = 0
+        self._sent_bytes = 0
         self._html_ratio = 1.0
         self._last_flush = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
@@ -98,101 +110,133 @@ class StreamBuffer:
         """Everything appended so far."""
         return "".join(self._all)
 
+    @property
+    def sent_bytes(self) -> int:
+        """What the live parts cost so far (values and message overhead, as estimated)."""
+        return self._sent_bytes
+
     def append(self, delta: str) -> None:
-        """Add streamed text; the frontend sees it within 1/rate seconds."""
+        """Add streamed text; the frontend sees it within MAX_WAIT_S (sooner when it flows)."""
         if self.finished or not delta:
             return
         self._all.append(delta)
         self._pending.append(delta)
         self._received += len(delta)
-        if self.clock() - self._last_flush >= self.min_interval:
+        self._unshown += len(delta)
+        now = self.clock()
+        since = now - self._last_flush
+        if since >= MAX_WAIT_S or (since >= self.min_interval and self._unshown >= self.min_chars):
             self.flush()
-        else:
-            self._schedule(self._last_flush + self.min_interval - self.clock())
+        elif self._timer is None:  # (a flush already due stays: the next delta may come first)
+            wait = self.min_interval if self._unshown >= self.min_chars else MAX_WAIT_S
+            self._schedule(self._last_flush + wait - now)
 
     def flush(self, force: bool = False) -> None:
-        """Commit finished blocks and re-set the tail if the rate and byte budget allow."""
+        """Seal finished parts and re-set the live part, if the byte budget allows."""
         self._cancel_timer()
         if self._pending:
             self._src += "".join(self._pending)
             self._pending.clear()
-            self._commit()
-        budget = BUDGET_RATIO * self._received + BUDGET_BASE
+            self._seal()
         source = self._carry + self._src if self._src else ""
-        estimate = len(source) * self._html_ratio + MSG_OVERHEAD
-        if not force and self._tail_bytes + estimate > budget:
+        if not source or self._unshown == 0:
+            return
+        budget = BUDGET_RATIO * self._received + BUDGET_BASE
+        cost = len(source) * self._html_ratio + MSG_OVERHEAD
+        if not force and self._sent_bytes + cost > budget:
             self._schedule(SETTLE_S, force=True)
             return
-        rendered = render_markdown(source) if source else ""
-        if source:
-            self._html_ratio = len(rendered) / len(source)
-        if rendered == self._tail.value:
-            return
-        cost = len(rendered) + MSG_OVERHEAD
-        if not force and self._tail_bytes + cost > budget:
-            self._schedule(SETTLE_S, force=True)
-            return
-        self._tail.value = rendered
-        self._tail_bytes += cost
+        rendered = render_markdown(source)
+        self._html_ratio = len(rendered) / len(source)
+        self._show(rendered)
         self._last_flush = self.clock()
-        self.updates += 1
+        self._unshown = 0
 
-    def finish(self) -> str:
-        """Show the full text as one rendered widget; returns the text."""
+    def finish(self, exact: bool = True) -> str:
+        """Stop streaming; with `exact`, show the full text as one rendered widget. Returns the text."""
         if self.finished:
             return self.text
         self.finished = True
         self._cancel_timer()
         text = self.text
-        final = HTML(value=render_markdown(text), layout=self._layout, style=self._style)
-        old = [self._tail, *self._groups]
-        parts = [w for g in self._groups for w in g.children]
-        self.widget.children = (final,) if text else ()
-        for w in [*parts, *old]:
-            w.close()
-        self._groups.clear()
-        self.updates += 1
+        if exact:
+            old = list(self.widgets)
+            final = self._live if self._live is not None else None
+            rendered = render_markdown(text) if text else ""
+            if final is None and text:
+                final = html(rendered, "tight")
+            elif final is not None:
+                final.value = rendered
+            self.widgets = [final] if final is not None and text else []
+            self._place(old, self.widgets)
+            for w in old:
+                if w is not final:
+                    w.close()
+            self.updates += 1
         return text
 
-    def _commit(self) -> None:
+    # ---- parts ----
+
+    def _show(self, rendered: str) -> None:
+        self._sent_bytes += len(rendered) + MSG_OVERHEAD
+        self.updates += 1
+        if self._live is None:
+            self._live = html(rendered, "tight")
+            old = list(self.widgets)
+            self.widgets.append(self._live)
+            self._place(old, self.widgets)
+        else:
+            self._live.value = rendered
+
+    def _seal_size(self) -> int:
+        return max(self.seal_chars, int(self._sealed * SEAL_GROWTH))
+
+    def _seal(self) -> None:
+        """Cut the live part where the Markdown allows once it is big enough, and seal it."""
         while True:
+            size = self._seal_size()
             block_end, line_end, fence_at_line, opener = _scan(self._carry + self._src)
             offset = len(self._carry)
             block_end, line_end = block_end - offset, line_end - offset
-            if block_end >= self.min_part:
+            if block_end >= size:
                 cut, fence, opener_line = block_end, None, ""
-            elif len(self._src) <= self.max_tail:
+            elif len(self._src) <= max(size, MAX_LIVE):
                 return
             elif block_end > 0:
                 cut, fence, opener_line = block_end, None, ""
             elif line_end > 0:
                 cut, fence, opener_line = line_end, fence_at_line, opener
             else:
-                space = self._src.rfind(" ", 0, self.max_tail)
-                cut = space + 1 if space > 0 else self.max_tail
+                space = self._src.rfind(" ", 0, size)
+                cut = space + 1 if space > 0 else size
                 fence, opener_line = self._fence, self._carry
-            self._freeze(self._carry + self._src[:cut], fence)
+            closing = f"\n{fence}\n" if fence else ""
+            part = render_markdown(self._carry + self._src[:cut] + closing)
+            self._show(part)
+            self._live = None
+            self._sealed += cut
             self._src = self._src[cut:]
             self._fence, self._carry = fence, opener_line if fence else ""
+            self._unshown = len(self._src)
 
-    def _freeze(self, src: str, open_fence: str | None) -> None:
-        closing = f"\n{open_fence}\n" if open_fence else ""
-        part = HTML(value=render_markdown(src + closing), layout=self._layout, style=self._style)
-        if not self._groups or len(self._groups[-1].children) >= GROUP_SIZE:
-            self._groups.append(VBox(layout=self._layout))
-            self.widget.children = (*self._groups, self._tail)
-        group = self._groups[-1]
-        group.children = (*group.children, part)
-        self.updates += 1
+    def _place_in_box(self, old: Sequence[Widget], new: Sequence[Widget]) -> None:
+        assert self.widget is not None
+        self.widget.children = tuple(new)
+
+    # ---- timers ----
 
     def _schedule(self, delay: float, force: bool = False) -> None:
-        if self._timer is not None:
-            return
+        """A flush after `delay` seconds (an earlier one already due stays)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._timer = loop.call_later(max(0.0, delay), self._on_timer, force)
+        due = loop.time() + max(0.0, delay)
+        if self._timer is not None:
+            if self._timer.when() <= due:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(due, self._on_timer, force)
 
     def _on_timer(self, force: bool) -> None:
         self._timer = None

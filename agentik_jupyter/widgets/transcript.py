@@ -2,12 +2,16 @@
 
 `transcript_bundle` builds a MIME bundle with `text/plain` (deterministic: no
 timings, so nbval can compare it), `text/html` (Markdown rendered safely, tool
-cards as <details>) and `application/vnd.agentik.transcript+json` for the
-JupyterLab renderer.
+cards as <details>: what GitHub and nbviewer show) and
+`application/vnd.agentik.transcript+json` for the JupyterLab renderer. Only the
+last two carry the answer whole; `text/plain` names the turn and keeps the first
+PLAIN_TEXT_LIMIT characters of each message, so a saved turn costs about twice
+its answer, not three times.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from ..types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
@@ -19,7 +23,17 @@ from .status import ENDINGS, usage_text
 TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
 TRANSCRIPT_VERSION = 1
 RESULT_LIMIT = 4_000
-PLAIN_RESULT_LIMIT = 300
+PLAIN_RESULT_LIMIT = 120
+PLAIN_TEXT_LIMIT = 200
+
+
+_PRE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
+
+
+def one_line(markup: str) -> str:
+    """Line breaks outside <pre> are only whitespace in HTML: as spaces, the saved notebook
+    stores the answer's HTML as one string instead of one JSON string per line."""
+    return "".join(part if part.startswith("<pre") else part.replace("\n", " ") for part in _PRE.split(markup))
 
 
 def _display_payload(display: dict[str, Any] | None) -> dict[str, str] | None:
@@ -80,13 +94,23 @@ def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     return call, result
 
 
+def _head(text: str) -> str:
+    """The first PLAIN_TEXT_LIMIT characters (to a word's end), and how many more the rich
+    outputs hold; a text not much longer stays whole."""
+    if len(text) <= PLAIN_TEXT_LIMIT * 3 // 2:
+        return text
+    space = text.rfind(" ", PLAIN_TEXT_LIMIT // 2, PLAIN_TEXT_LIMIT)
+    shown = text[: space if space > 0 else PLAIN_TEXT_LIMIT]
+    return f"{shown}… [{len(text) - len(shown):,} more characters in the HTML and JSON outputs]"
+
+
 def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None) -> str:
     lines: list[str] = []
     for e in entries:
         if e["role"] == "user":
-            lines.append(f"You: {e['content']}")
+            lines.append(f"You: {_head(e['content'])}")
         elif e["role"] == "assistant":
-            lines.append(f"Agent: {e['content']}")
+            lines.append(f"Agent: {_head(e['content'])}")
         elif e["role"] == "error":
             lines.append(f"Error: {e['message']}")
         else:
@@ -110,7 +134,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             out.append(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                        f'{escape(e["content"])}</span></div>')
         elif e["role"] == "assistant":
-            out.append(f'<div class="agentik-assistant">{render_markdown(e["content"])}</div>')
+            out.append(f'<div class="agentik-assistant">{one_line(render_markdown(e["content"]))}</div>')
         elif e["role"] == "error":
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
         else:

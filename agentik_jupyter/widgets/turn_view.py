@@ -1,10 +1,12 @@
 """The view of one `%%agent` cell's turn, and the transcript it leaves behind.
 
 Live: the question, the streamed answer, tool cards, approval cards, a status
-line and Stop. When the turn ends the live parts give way to a static transcript
-(`transcript_bundle`) so the notebook still shows the conversation without a
-kernel: in `wait` mode `finish()` displays it as a real cell output (the cell is
-still running, so nbclient records it); otherwise it goes into an Output widget.
+line and Stop, as few widgets as that takes (one box holds them all; layouts and
+styles are shared). When the turn ends the live parts give way to a static
+transcript (`transcript_bundle`) so the notebook still shows the conversation
+without a kernel: in `wait` mode `finish()` displays it as a real cell output (the
+cell is still running, so nbclient records it); otherwise it goes into an Output
+widget. The live widgets are then closed: a finished turn holds no widgets.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import time
 from typing import Any, Callable
 
-from ipywidgets import HTML, Box, Button, HBox, Layout, Output, VBox, Widget
+from ipywidgets import Box, HBox, Output, VBox, Widget
 
 from ..store import ChatState
 from ..types import ChatMessage, End, EndReason, Event, StartResponse, Usage
@@ -21,6 +23,7 @@ from .approval_card import ApprovalCard
 from .body import TurnBody
 from .markdown import escape
 from .protocol import ApprovalRequestLike, SessionLike
+from .shared import box, button, html, layout, retire
 from .status import StatusLine
 from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -49,7 +52,9 @@ class TurnView:
     """One turn's live view. Display it before the cell returns; it follows its own turn only.
 
     It starts following events at once if the session is idle; if another turn is
-    running it waits until a user message equal to `question` arrives (or `attach()`).
+    running it waits for `attach()` (the turn's `on_start`), or else for a user message
+    equal to `question`. The turn's messages are those after its own user message, found
+    by id when the answer starts.
     """
 
     def __init__(
@@ -65,15 +70,15 @@ class TurnView:
         self.question = question
         self.wait = wait
         self._display = display or _display_bundle
-        self.body = TurnBody(clock=clock)
         self.status = StatusLine(session.agent_store, clock=clock)
-        self.stop_button = Button(description="Stop", icon="stop", disabled=True, tooltip="Stop this turn")
+        waiting = bool(session.busy or getattr(session, "queued", 0))
+        self.stop_button = button("Stop", icon="stop", disabled=waiting, tooltip="Stop this turn")
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
-        self.header = HTML(value=f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
-                                 f"{escape(question)}</span></div>")
-        self.footer = HBox(children=(self.status.widget, self.stop_button))
-        self.widget = VBox(children=(self.header, self.body.widget, self.footer),
-                           layout=Layout(border_left="3px solid #4a90d9", padding="0 0 0 8px"))
+        self.header = html(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
+                           f"{escape(question)}</span></div>")
+        self.footer = box(HBox, (self.status.widget, self.stop_button))
+        self.widget = box(VBox, (self.header, self.footer), "turn")
+        self.body = TurnBody(clock=clock, frame=(self.widget, (self.header,), (self.footer,)))
         self.output: Output | None = None
         self.armed = False
         self.started = False
@@ -83,10 +88,10 @@ class TurnView:
         self.bundle: dict[str, Any] | None = None
         self._displayed = False
         self._baseline: set[str] = {m.id for m in session.chat_store.messages}
-        self._turn_messages: list[ChatMessage] = []
+        self._user_id: str | None = None
         self.task: asyncio.Future[Any] | None = None
         self._unsubscribe = [session.on_event(self._on_event), session.chat_store.subscribe(self._on_chat)]
-        if session.busy or getattr(session, "queued", 0):
+        if waiting:
             self.status.waiting()
         else:
             self.attach()
@@ -141,24 +146,24 @@ class TurnView:
             if m.id in self._baseline:
                 continue
             self._baseline.add(m.id)
-            if m.role == "user" and not self.started:
+            if m.role == "user" and not self.started and self.task is None:
+                # No queue to follow (a view made by hand): the question's text tells its turn.
                 if m.content == self.question or m.content.startswith(self.question + "\n\n"):  # + @mentions
                     self.attach()
                 elif self.armed:
                     self.armed = False
                     self.stop_button.disabled = True
                     self.status.waiting()
-                continue
-            # Only what this turn adds after it started: a resume inside the turn's `prepare`
-            # loads the earlier turns into the store, and they are not this turn's messages.
-            if self.armed and self.started and not self.ended:
-                self._turn_messages.append(m)
 
     def _on_event(self, event: Event) -> None:
         if not self.armed or self.ended:
             return
         if isinstance(event, StartResponse) and not self.started:
             self.started = True
+            # This turn's user message is the newest one now (a resume inside the turn's
+            # `prepare` loaded earlier turns before it): its messages are the ones after it.
+            users = [m.id for m in self.session.chat_store.messages if m.role == "user"]
+            self._user_id = users[-1] if users else None
             self.status.begin()
         self.body.handle(event)
         if isinstance(event, End):
@@ -186,29 +191,38 @@ class TurnView:
         self.reason, self.usage = reason, usage
         for unsubscribe in self._unsubscribe:
             unsubscribe()
-        self.body.finish()
+        self.body.finish(exact=False)  # the transcript shows the exact text; no re-render here
         self.status.end(reason, usage)
         self.status.close()
-        self.stop_button.disabled = True
+        if not self.wait:  # (a waiting view is closed by `finish()` right after)
+            self.stop_button.disabled = True
         self.bundle = self._make_bundle()
         if not self.wait:
             self._show_in_output(self.bundle)
 
+    def _turn_messages(self) -> list[ChatMessage]:
+        if not self.started:
+            return []
+        messages = list(self.session.chat_store.messages)
+        ids = [m.id for m in messages]
+        start = ids.index(self._user_id) + 1 if self._user_id in ids else len(messages)
+        return [m for m in messages[start:] if m.role != "user"]
+
     def _make_bundle(self) -> dict[str, Any]:
         elapsed = self.status.elapsed_s if self.started else None
         return transcript_bundle(
-            self._turn_messages, question=self.question, status=self.reason, usage=self.usage,
+            self._turn_messages(), question=self.question, status=self.reason, usage=self.usage,
             error=self.body.errors[-1] if self.body.errors else None,
             elapsed_s=elapsed,
         )
 
     def _show_in_output(self, bundle: dict[str, Any]) -> None:
         live = list(self.widget.children)
-        self.output = Output()
+        self.output = Output(layout=layout("plain"))
         self.output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
         self.widget.children = (self.output,)
         for w in live:
-            close_tree(w)
+            retire(w)
 
     def finish(self) -> dict[str, Any]:
         """Display the transcript as a cell output (call it while the cell still runs) and
@@ -220,5 +234,6 @@ class TurnView:
         if not self._displayed:
             self._displayed = True
             self._display(self.bundle)
-            self.widget.layout.display = "none"
+            self.widget.layout = layout("hidden")
+            retire(self.widget)
         return self.bundle

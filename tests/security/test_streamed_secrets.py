@@ -74,7 +74,9 @@ def test_stream_scrubber_without_secrets_passes_text_through() -> None:
 @pytest.fixture(scope="module")
 def streamed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RawKernel, FakeLLMServer, dict]]:
     tmp: Path = tmp_path_factory.mktemp("streamed")
-    with FakeLLMServer() as server:
+    # Paced like a model (~20 chunks a second): the live view, which updates a few times a second
+    # and is replaced by the transcript at the end, shows the answer while it streams.
+    with FakeLLMServer(chunk_delay=0.05) as server:
         kernel = RawKernel(kernel_env(server, api_key=KEY, AGENTIK_DB_PATH=str(tmp / "s.agentik.db")), tmp)
         try:
             kernel.text("%load_ext agentik_jupyter")

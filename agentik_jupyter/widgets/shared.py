@@ -1,0 +1,77 @@
+"""Layouts and styles shared by every view's widgets, and the widgets built on them.
+
+In ipywidgets 8 every DOMWidget gets a Layout widget of its own, and an HTML or a Button a
+Style widget too, unless given one: three `comm_open`s, each with its full state, for one
+line of HTML. Here each kind of layout or style is created once per kernel and shared, so
+a turn opens only the widgets that show something. A shared layout is never changed after
+it is made (that would change every view using it): to hide a view, swap its layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+from ipywidgets import HTML, Box, Button, Layout, Widget
+from ipywidgets.widgets.widget_button import ButtonStyle
+from ipywidgets.widgets.widget_string import HTMLStyle
+
+W = TypeVar("W", bound=Widget)
+
+LAYOUTS: dict[str, dict[str, str]] = {
+    "plain": {},
+    "turn": {"border_left": "3px solid #4a90d9", "padding": "0 0 0 8px"},
+    "flex": {"flex": "1 1 auto"},
+    "hidden": {"display": "none"},
+    "tight": {"margin": "0"},
+    "auto": {"width": "auto"},
+    "approval": {"border": "2px solid #e0a800", "padding": "4px 8px", "margin": "4px 0"},
+    "approval_done": {"border": "1px solid #ccc", "padding": "4px 8px", "margin": "4px 0"},
+}
+
+_made: dict[str, Widget] = {}
+
+
+def _shared(key: str, make: Callable[[], W]) -> W:
+    widget = _made.get(key)
+    if widget is None or getattr(widget, "comm", None) is None:  # first use, or closed (Widget.close_all)
+        widget = _made[key] = make()
+    return widget  # type: ignore[return-value]
+
+
+def layout(name: str = "plain") -> Layout:
+    """The shared Layout called `name` (see LAYOUTS)."""
+    return _shared(f"layout:{name}", lambda: Layout(**LAYOUTS[name]))
+
+
+def html_style() -> HTMLStyle:
+    return _shared("style:html", HTMLStyle)
+
+
+def button_style(name: str = "") -> ButtonStyle:
+    return _shared(f"style:button:{name}", ButtonStyle)
+
+
+def html(value: str = "", layout_name: str = "plain") -> HTML:
+    """An HTML widget on the shared layout and style: one comm_open."""
+    return HTML(value=value, layout=layout(layout_name), style=html_style())
+
+
+def button(description: str, layout_name: str = "plain", **traits: Any) -> Button:
+    """A Button on a shared layout and style: one comm_open."""
+    return Button(description=description, layout=layout(layout_name), style=button_style(), **traits)
+
+
+def box(kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain") -> Box:
+    return kind(children=children, layout=layout(layout_name))
+
+
+def retire(widget: Widget, *, blank_over: int = 1_000) -> None:
+    """Close a finished view and everything under it (frees the models in the kernel and the
+    frontend). Long HTML values are blanked first: runners such as nbclient keep the last state
+    of every widget in the saved notebook and ignore closes."""
+    if isinstance(widget, Box):
+        for child in widget.children:
+            retire(child, blank_over=blank_over)
+    if isinstance(widget, HTML) and len(widget.value) > blank_over:
+        widget.value = ""
+    widget.close()

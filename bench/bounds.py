@@ -1,0 +1,50 @@
+"""The bounds issue #14 sets, checked against the figures of one `make bench` run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BOUNDS: list[tuple[str, float, str]] = [
+    ("kernel_turns.plain.ratio", 1.5, "%%agent --wait turn / raw httpx2 read of the same stream, same kernel"),
+    ("kernel_turns.tool_call.ratio", 1.6, "the same with one tool call (2 model requests)"),
+    ("kernel_turns.plain.bytes_per_answer_byte", 5.0, "bytes to the frontend per byte of the answer"),
+    ("kernel_turns.tool_call.bytes_per_answer_byte", 5.0, "the same with one tool call"),
+    ("kernel_turns.plain.comm_open", 8, "widgets opened per turn"),
+    ("kernel_turns.tool_call.comm_open", 8, "widgets opened per turn with one tool call"),
+    ("kernel_turns.plain.widget_updates_per_1000_tokens", 60, "widget updates per 1,000 streamed tokens"),
+    ("kernel_turns.tool_call.widget_updates_per_1000_tokens", 60, "the same with one tool call"),
+    ("saved_turn.bytes_per_answer_byte", 2.0, "a 1 MB answer's growth of the saved .ipynb (nbclient)"),
+    ("user_cell_latency.added_s", 0.020, "`1+1` while a turn streams at full speed, minus idle (s)"),
+    ("resume_10k.resume_s", 0.1, "%agent resume of a 10,000-message session (s)"),
+    ("stop_latency.max_s", 0.5, "Stop click to the turn's end (s, worst of 5)"),
+    ("describe_big_vs_small_frame.big_s", 0.25, "describe_dataframe on 10M pandas rows x 500 columns (s)"),
+    ("describe_200m_dask.rss_growth_mb", 200, "kernel memory growth describing 200M Dask rows (MB)"),
+    ("describe_200m_duckdb.rss_growth_mb", 200, "the same for DuckDB"),
+    ("describe_200m_polars.rss_growth_mb", 200, "the same for a Polars LazyFrame"),
+    ("describe_200m_spark.rss_growth_mb", 200, "the same for PySpark (local mode)"),
+    ("describe_200m_dask.over_budget_s", 1.0, "Dask: seconds past AGENTIK_DESCRIBE_BUDGET_S"),
+    ("describe_200m_duckdb.over_budget_s", 1.0, "DuckDB: seconds past the budget"),
+    ("describe_200m_polars.over_budget_s", 1.0, "Polars: seconds past the budget"),
+    ("describe_200m_spark.over_budget_s", 1.0, "Spark: seconds past the budget"),
+]
+"""(dotted path into the results, the most the figure may be, what it measures)."""
+
+
+def lookup(results: dict[str, Any], path: str) -> Any:
+    value: Any = results
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def check(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per bound: the figure, the bound, pass/fail (None when the figure is missing,
+    e.g. a benchmark skipped for a missing engine)."""
+    rows = []
+    for path, bound, what in BOUNDS:
+        value = lookup(results, path)
+        passed = None if not isinstance(value, (int, float)) else bool(value <= bound)
+        rows.append({"figure": path, "value": value, "bound": bound, "pass": passed, "what": what})
+    return rows

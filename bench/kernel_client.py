@@ -1,0 +1,158 @@
+"""A real kernel driven through jupyter_client, with exact timings and the frontend's view of a cell.
+
+`run()` sends one execute request and blocks on iopub until the request's `idle`: the time is
+what a frontend waits for the cell, and the messages are what it receives meanwhile (the
+kernel's `status` and `execute_input` echoes left out: every cell has those).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from jupyter_client import KernelManager
+
+KERNEL_START_S = 60.0
+CELL_S = 120.0
+PLUMBING = {"status", "execute_input"}
+
+
+def message_bytes(msg: dict[str, Any]) -> int:
+    """What a message carries to the frontend: its content as JSON, plus binary buffers."""
+    size = len(json.dumps(msg["content"], ensure_ascii=False, default=str).encode())
+    return size + sum(len(memoryview(b)) for b in msg.get("buffers") or [])
+
+
+@dataclass
+class Cell:
+    """One execute request: seconds from send to idle, its reply, the frontend messages seen."""
+
+    seconds: float
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.reply.get("status") == "ok"
+
+    def count(self, msg_type: str) -> int:
+        return sum(1 for m in self.messages if m["msg_type"] == msg_type)
+
+    @property
+    def widget_updates(self) -> int:
+        """comm_msg `update`s: each re-sends the changed traits of one widget."""
+        return sum(1 for m in self.messages
+                   if m["msg_type"] == "comm_msg" and m["content"].get("data", {}).get("method") == "update")
+
+    @property
+    def bytes(self) -> int:
+        return sum(message_bytes(m) for m in self.messages)
+
+    @property
+    def text(self) -> str:
+        out = []
+        for m in self.messages:
+            if m["msg_type"] == "stream":
+                out.append(m["content"]["text"])
+            elif m["msg_type"] in {"execute_result", "display_data"}:
+                out.append(str(m["content"]["data"].get("text/plain", "")))
+            elif m["msg_type"] == "error":
+                out.append("\n".join(m["content"].get("traceback") or []))
+        return "".join(out)
+
+
+class BenchKernel:
+    """A python3 kernel in a temporary folder (its sessions file lands there)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="agentik-bench-")
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(env=env, cwd=self.dir.name, extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=KERNEL_START_S)
+        self.stray: list[dict[str, Any]] = []
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir.name)
+
+    def send(self, code: str) -> str:
+        return str(self.kc.execute(code, store_history=True))
+
+    def wait_idle(self, msg_id: str, started: float, timeout: float = CELL_S,
+                  on_message: Callable[[dict[str, Any]], None] | None = None) -> Cell:
+        """Block on iopub until `msg_id` is idle; every message in between is kept."""
+        deadline = started + timeout
+        messages: list[dict[str, Any]] = []
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"cell not idle within {timeout} s")
+            msg = self.kc.get_iopub_msg(timeout=remaining)
+            if on_message is not None:
+                on_message(msg)
+            parent = msg["parent_header"].get("msg_id")
+            if msg["msg_type"] == "status" and parent == msg_id and msg["content"]["execution_state"] == "idle":
+                break
+            if msg["msg_type"] not in PLUMBING:
+                messages.append(msg)
+        seconds = time.perf_counter() - started
+        return Cell(seconds, self._reply(msg_id), messages)
+
+    def run(self, code: str, timeout: float = CELL_S) -> Cell:
+        """Execute and wait; raise if the cell failed."""
+        started = time.perf_counter()
+        msg_id = self.send(code)
+        cell = self.wait_idle(msg_id, started, timeout)
+        if not cell.ok:
+            raise RuntimeError(f"cell failed: {code[:80]!r}\n{cell.text}\n{cell.reply.get('evalue', '')}")
+        return cell
+
+    def value(self, expr: str) -> Any:
+        cell = self.run(f"import json as _j\nprint(_j.dumps({expr}, default=str))")
+        return json.loads(cell.text.strip().splitlines()[-1])
+
+    def drain(self, seconds: float) -> list[dict[str, Any]]:
+        """Take what iopub sends for `seconds` (background output)."""
+        deadline = time.perf_counter() + seconds
+        got: list[dict[str, Any]] = []
+        while (remaining := deadline - time.perf_counter()) > 0:
+            try:
+                got.append(self.kc.get_iopub_msg(timeout=remaining))
+            except queue.Empty:
+                break
+        return got
+
+    def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+
+    def _reply(self, msg_id: str) -> dict[str, Any]:
+        while True:
+            reply = self.kc.get_shell_msg(timeout=CELL_S)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return dict(reply["content"])
+
+    def close(self) -> None:
+        try:
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+        finally:
+            self.km.cleanup_resources()
+            self.dir.cleanup()
+
+
+def kernel_environ(llm_env: dict[str, str], **extra: str) -> dict[str, str]:
+    """This process's environment without LLM_/AGENTIK_/JPY_ settings, plus the fake server's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AGENTIK_", "JPY_"))}
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env.update(llm_env)
+    env.update(extra)
+    return env

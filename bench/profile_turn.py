@@ -1,0 +1,206 @@
+"""Where a turn's time goes: cProfile inside a real kernel around `%%agent --wait` turns.
+
+`python -m bench.profile_turn --stages` times the same stream read through ever more of the turn
+(raw bytes, SSE and JSON, the adapter, the orchestrator, the turn view, the kernel's session with
+its DB, the whole cell turn); `--phases` times the parts of a turn besides the stream one by one;
+`python -m bench.profile_turn [turns] [--tool] [--sort tottime|cumulative]` prints the kernel's
+profile of that many turns of the benchmark's workload (bench/kernel_turns.py) after a warm-up
+turn. Everything the kernel's main thread does is in it: the adapter reading the stream, the
+orchestrator, the stores and widgets, the DB calls handed to threads, the iopub sends.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from agentik_jupyter.testing import FakeLLMServer
+
+from .kernel_client import BenchKernel, kernel_environ
+from .kernel_turns import AGENT_CELL, SETUP, _reply, _tool_reply
+
+PROFILE_CELL = """\
+import cProfile, io, pstats
+from agentik_jupyter.kernel.magics import run_cell_turn
+__profile = cProfile.Profile()
+__profile.enable()
+for _ in range({turns}):
+    await run_cell_turn(get_ipython(), "--wait", "Summarise the sales data.")
+__profile.disable()
+__out = io.StringIO()
+pstats.Stats(__profile, stream=__out).sort_stats({sort!r}).print_stats({lines})
+print(__out.getvalue())
+"""
+
+
+PHASES_CELL = """\
+import time, json
+from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.chat import build_system_prompt
+from agentik_jupyter.types import AppendText, StartResponse
+from agentik_jupyter.widgets import TurnView, transcript_bundle
+from agentik_jupyter.widgets.markdown import render_markdown
+from agentik_jupyter.widgets.body import TurnBody
+from agentik_jupyter.types import ChatMessage
+__agent = get_agent(get_ipython())
+__session = __agent.session
+__answer = {answer!r}
+def __ms(fn, n=20):
+    fn()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return round((time.perf_counter() - t) / n * 1000, 3)
+def __view():
+    v = TurnView(__session, "q", wait=True, display=lambda b: None)
+    v.finish()
+def __deltas():
+    b = TurnBody()
+    b.handle(StartResponse())
+    for i in range(0, len(__answer), 4):
+        b.handle(AppendText(text=__answer[i:i + 4]))
+    try:
+        b.finish(exact=False)
+    except TypeError:  # before the parts could skip their final render
+        b.finish()
+__msgs = [ChatMessage(role="assistant", content=__answer)]
+async def __sse_read():
+    async with httpx2.AsyncClient() as client:
+        async with client.stream(
+            "POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
+            json={{"model": "m", "stream": True, "messages": [{{"role": "user", "content": "q"}}]}},
+            headers={{"Authorization": "Bearer " + os.environ["LLM_API_KEY"]}},
+        ) as response:
+            async for event in httpx2.EventSource(response):
+                if event.data.strip() != "[DONE]":
+                    json.loads(event.data)
+async def __timed(fn, n=5):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        times.append(time.perf_counter() - t)
+    return round(sorted(times)[n // 2] * 1000, 2)
+__raw_ms = await __timed(lambda: __raw_read(1))
+__sse_ms = await __timed(__sse_read)
+print(json.dumps({{
+    "raw_stream_read_ms": __raw_ms,
+    "stream_read_with_sse_and_json_ms": __sse_ms,
+    "context_and_system_prompt_ms": __ms(lambda: build_system_prompt(__agent.context())),
+    "turn_view_open_and_close_ms": __ms(__view),
+    "render_markdown_4000_chars_ms": __ms(lambda: render_markdown(__answer)),
+    "transcript_bundle_ms": __ms(lambda: transcript_bundle(__msgs, question="q", status="complete")),
+    "widgets_for_1000_deltas_ms": __ms(__deltas, 5),
+    "append_text_events_1000_ms": __ms(lambda: [AppendText(text="abcd") for _ in range(1000)], 5),
+}}))
+"""
+
+
+STAGES_CELL = """\
+import time, json
+from agentik_jupyter import chat
+from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.kernel.magics import run_cell_turn
+from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.session import Session
+from agentik_jupyter.transport import default_transport
+from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.widgets import TurnView
+async def __sse():
+    async with __raw_client.stream("POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
+            json={{"model": "m", "stream": True, "messages": [{{"role": "user", "content": "q"}}]}},
+            headers={{"Authorization": "Bearer k"}}) as r:
+        async for e in httpx2.EventSource(r):
+            if e.data.strip() != "[DONE]":
+                json.loads(e.data)
+async def __adapter():
+    async for _ in chat.stream_chat([ChatMessage(role="user", content="q")], None, []):
+        pass
+__temp = Session(default_transport(), ToolRegistry(), temporary=True)
+async def __viewed():
+    TurnView(__temp, "q", wait=True, display=lambda b: None).attach()
+    await __temp.send("q")
+__agent = get_agent(get_ipython())
+async def __timed(fn, n=7):
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        ts.append(time.perf_counter() - t)
+    return round(sorted(ts)[n // 2] * 1000, 1)
+__out = {{}}
+for __name, __fn in [
+    ("raw_read", lambda: __raw_read(1)),
+    ("plus_sse_and_json", __sse),
+    ("adapter_deltas", __adapter),
+    ("orchestrator_temporary_session", lambda: __temp.send("q")),
+    ("plus_turn_view", __viewed),
+    ("kernel_session_with_db", lambda: __agent.session.send("q")),
+    ("whole_cell_turn", lambda: run_cell_turn(get_ipython(), "--wait", "q")),
+]:
+    __out[__name] = await __timed(__fn)
+print(json.dumps(__out))
+"""
+
+
+def stages() -> str:
+    """Milliseconds (medians of 7) of the same stream read through ever more of the turn, in one kernel."""
+    with FakeLLMServer() as server:
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            server.push(_reply())
+            kernel.run(AGENT_CELL)
+            server.push(*[_reply() for _ in range(7 * 7)])
+            cell = kernel.run(STAGES_CELL.format())
+            return "".join(m["content"]["text"] for m in cell.messages if m["msg_type"] == "stream")
+        finally:
+            kernel.close()
+
+
+def phases() -> str:
+    """Milliseconds of the parts of a turn the kernel does besides reading the stream."""
+    from .kernel_turns import ANSWER
+
+    with FakeLLMServer() as server:
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            server.push(_reply())
+            kernel.run(AGENT_CELL)
+            server.push(*[_reply() for _ in range(10)])
+            cell = kernel.run(PHASES_CELL.format(answer=ANSWER))
+            return cell.text
+        finally:
+            kernel.close()
+
+
+def profile(turns: int = 10, *, tool: bool = False, sort: str = "tottime", lines: int = 45) -> str:
+    with FakeLLMServer() as server:
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            server.push(*([_tool_reply()] if tool else []), _reply())
+            kernel.run(AGENT_CELL)
+            for _ in range(turns):
+                server.push(*([_tool_reply()] if tool else []), _reply())
+            cell = kernel.run(PROFILE_CELL.format(turns=turns, sort=sort, lines=lines))
+            return "\n".join(m["content"]["text"] for m in cell.messages if m["msg_type"] == "stream")
+        finally:
+            kernel.close()
+
+
+def main(argv: list[str]) -> int:
+    if "--phases" in argv:
+        print(phases())
+        return 0
+    if "--stages" in argv:
+        print(stages())
+        return 0
+    turns = int(argv[0]) if argv and argv[0].isdigit() else 10
+    sort = argv[argv.index("--sort") + 1] if "--sort" in argv else "tottime"
+    print(profile(turns, tool="--tool" in argv, sort=sort))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
