@@ -101,8 +101,10 @@ def jupyter(
 
 
 @contextlib.contextmanager
-def jupyter_for(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+def jupyter_for(
+    llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory, api_key: str = FAKE_API_KEY,
+) -> Iterator[RunningServer]:
     """A Jupyter Server whose provider is the fake LLM: the key is only in the server's environment."""
     root, home = tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("home")
-    with jupyter(root, home, env=llm.env("openai-compatible", api_key=FAKE_API_KEY)) as running:
+    with jupyter(root, home, env=llm.env("openai-compatible", api_key=api_key)) as running:
         yield running

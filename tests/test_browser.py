@@ -299,6 +299,27 @@ def browser_lab(
         yield lab
 
 
+@contextlib.contextmanager
+def notebook_page(
+    tmp_path_factory: pytest.TempPathFactory, notebook: str, sources: list[str], *, artifact: str, url_path: str,
+    reset: bool = True,
+) -> Iterator[Lab]:
+    """`notebook` of these code cells opened at `url_path` (JupyterLab's or Notebook 7's), the
+    fake LLM behind it, approvals waiting up to 120 s, sessions in the temp folder."""
+    tmp = tmp_path_factory.mktemp(artifact)
+    root, home = tmp / "root", tmp / "home"
+    root.mkdir()
+    write_code_cells(root / notebook, sources)
+    with FakeLLMServer() as srv, \
+            lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
+                       AGENTIK_APPROVAL_TIMEOUT="120") as server, \
+            browser_lab(srv, server, artifact=artifact) as lab:
+        query = "reset&" if reset else ""  # JupyterLab's ?reset: no workspace from an earlier run
+        lab.page.goto(f"{server.url}{url_path}?{query}token={server.token}", timeout=30_000)
+        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+        yield lab
+
+
 def quiet_lab_settings(home: Path) -> None:
     """No "get notified about Jupyter news?" toast over the screenshots (user settings in the temp HOME)."""
     settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"

@@ -22,16 +22,14 @@ import pytest
 
 from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
     Lab,
-    browser_lab,
-    lab_server,
+    notebook_page,
     tool_messages,
     wait_until,
-    write_code_cells,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
 
 
 NOTEBOOK = "edits_demo.ipynb"
@@ -46,16 +44,8 @@ PROPOSAL = ".agentik-proposal"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    tmp = tmp_path_factory.mktemp("browser-notebook")
-    root, home = tmp / "root", tmp / "home"
-    root.mkdir()
-    write_code_cells(root / NOTEBOOK, SOURCES)
-    with FakeLLMServer() as srv, \
-            lab_server(root, home, srv, artifact="jupyterlab-notebook", AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
-                       AGENTIK_APPROVAL_TIMEOUT="120") as server, \
-            browser_lab(srv, server, artifact="jupyterlab-notebook") as lab:
-        lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
-        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-notebook",
+                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
         yield lab
 
 

@@ -15,16 +15,14 @@ import pytest
 
 from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
     Lab,
-    browser_lab,
-    lab_server,
+    notebook_page,
     tool_messages,
-    write_code_cells,
 )
 from .test_browser_notebook import PROPOSAL, live_cell_ids, run_cell, source
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "nb7_edits.ipynb"
 CELL_LOAD, CELL_DATA, CELL_ASK = range(3)
@@ -34,16 +32,8 @@ EDITED = "rate = 2  # from the agent"
 
 @pytest.fixture(scope="module")
 def nb7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    tmp = tmp_path_factory.mktemp("browser-nb7")
-    root, home = tmp / "root", tmp / "home"
-    root.mkdir()
-    write_code_cells(root / NOTEBOOK, SOURCES)
-    with FakeLLMServer() as srv, \
-            lab_server(root, home, srv, artifact="notebook7-edits", AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
-                       AGENTIK_APPROVAL_TIMEOUT="120") as server, \
-            browser_lab(srv, server, artifact="notebook7-edits") as lab:
-        lab.page.goto(f"{server.url}/notebooks/{NOTEBOOK}?token={server.token}", timeout=30_000)
-        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="notebook7-edits",
+                       url_path=f"/notebooks/{NOTEBOOK}", reset=False) as lab:
         time.sleep(2.0)
         # Notebook 7.6 itself logs "Cannot read properties of undefined (reading 'schema')" while the
         # page loads, with the agentik extension disabled too: only errors after the load count.

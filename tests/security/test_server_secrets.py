@@ -18,7 +18,7 @@ import pytest
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from tests.jupyter_servers import RunningServer, jupyter
+from tests.jupyter_servers import RunningServer, jupyter_for
 
 from .test_key_never_leaves import KEY, MASK, assert_clean
 from .test_streamed_secrets import ANSWER, CHUNKS, REASONING
@@ -34,8 +34,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture(scope="module")
 def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    root, home = tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("home")
-    with jupyter(root, home, env=llm.env("openai-compatible", api_key=KEY)) as running:
+    with jupyter_for(llm, tmp_path_factory, api_key=KEY) as running:
         yield running
 
 
