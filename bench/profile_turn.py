@@ -15,7 +15,7 @@ import sys
 
 from agentik_jupyter.testing import FakeLLMServer
 
-from .kernel_client import BenchKernel, kernel_environ
+from .kernel_client import BenchKernel, Cell, kernel_environ
 from .kernel_turns import AGENT_CELL, SETUP, _reply, _tool_reply
 
 PROFILE_CELL = """\
@@ -144,32 +144,27 @@ print(json.dumps(__out))
 
 def stages() -> str:
     """Milliseconds (medians of 7) of the same stream read through ever more of the turn, in one kernel."""
-    with FakeLLMServer() as server:
-        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
-        try:
-            kernel.run(SETUP)
-            server.push(_reply())
-            kernel.run(AGENT_CELL)
-            server.push(*[_reply() for _ in range(7 * 7)])
-            cell = kernel.run(STAGES_CELL.format())
-            return "".join(m["content"]["text"] for m in cell.messages if m["msg_type"] == "stream")
-        finally:
-            kernel.close()
+    cell = _run_after_a_turn(STAGES_CELL.format(), replies=7 * 7)
+    return "".join(m["content"]["text"] for m in cell.messages if m["msg_type"] == "stream")
 
 
 def phases() -> str:
     """Milliseconds of the parts of a turn the kernel does besides reading the stream."""
     from .kernel_turns import ANSWER
 
+    return _run_after_a_turn(PHASES_CELL.format(answer=ANSWER), replies=10).text
+
+
+def _run_after_a_turn(source: str, replies: int) -> Cell:
+    """Run `source` in a fresh kernel after one warm-up turn, with `replies` answers queued for it."""
     with FakeLLMServer() as server:
         kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
         try:
             kernel.run(SETUP)
             server.push(_reply())
             kernel.run(AGENT_CELL)
-            server.push(*[_reply() for _ in range(10)])
-            cell = kernel.run(PHASES_CELL.format(answer=ANSWER))
-            return cell.text
+            server.push(*[_reply() for _ in range(replies)])
+            return kernel.run(source)
         finally:
             kernel.close()
 
