@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -41,3 +45,26 @@ def timed_describe(tools: dict[str, Any], name: str) -> tuple[str, float, float]
     started = time.monotonic()
     text = tools["describe_dataframe"](name=name).text
     return text, time.monotonic() - started, rss_mb() - before
+
+
+def describe_in_fresh_process(frame_from: str, budget_s: float) -> tuple[str, float, float]:
+    """timed_describe of `frame_from()` ("module:function", a frame factory in tests/) in a new Python.
+
+    A kernel is a fresh process; this pytest process has the heap of hundreds of earlier tests,
+    whose fragmentation (not the describe) decides how much of the engine's freed memory the
+    OS gets back, so the RSS growth is measured where a kernel would see it.
+    """
+    module, function = frame_from.split(":")
+    script = (
+        "import json, os, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+        f"os.environ['AGENTIK_DESCRIBE_BUDGET_S'] = {str(budget_s)!r}\n"
+        f"from tests.{module} import {function}\n"
+        "from tests.engines_support import timed_describe, tools_for\n"
+        f"print(json.dumps(timed_describe(tools_for(big={function}()), 'big')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text, seconds, growth = json.loads(done.stdout.strip().splitlines()[-1])
+    return text, seconds, growth
+

@@ -13,7 +13,14 @@ dd = pytest.importorskip("dask.dataframe")
 np = pytest.importorskip("numpy")
 pd = pytest.importorskip("pandas")
 
-from .engines_support import BIG_BUDGET_S, RSS_GROWTH_MB, SLACK_S, timed_describe, tools_for  # noqa: E402
+from .engines_support import (  # noqa: E402
+    BIG_BUDGET_S,
+    RSS_GROWTH_MB,
+    SLACK_S,
+    describe_in_fresh_process,
+    timed_describe,
+    tools_for,
+)
 
 LONG = "Trips over the past 24-hours (midnight to 11:59pm)"
 ROWS_PER_PART = 200_000
@@ -113,10 +120,8 @@ def test_over_budget_uses_a_partition_sample_and_cancels_the_rest(monkeypatch: p
     assert produced < 3 * SLOW_PARTS
 
 
-def test_200m_rows_within_budget_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTIK_DESCRIBE_BUDGET_S", str(BIG_BUDGET_S))
-    tools = tools_for(big=big_frame())
-    text, seconds, growth = timed_describe(tools, "big")
+def test_200m_rows_within_budget_and_memory() -> None:
+    text, seconds, growth = describe_in_fresh_process("test_engines_dask:big_frame", BIG_BUDGET_S)
     assert seconds < BIG_BUDGET_S + SLACK_S, f"{seconds:.1f}s\n{text}"
     assert growth < RSS_GROWTH_MB, f"RSS grew {growth:.0f} MB"
     assert "Dask DataFrame 'big': 3 columns, 1,000 partitions" in text
