@@ -29,7 +29,14 @@ from playwright import sync_api  # noqa: E402
 
 from .jupyter_servers import jupyter  # noqa: E402
 
+from agentik_jupyter.types import ChatMessage  # noqa: E402
+from agentik_jupyter.widgets.transcript import LONG_ANSWER_CHARS, transcript_bundle  # noqa: E402
+
 NOTEBOOK = "loads_nothing.ipynb"
+LONG_NOTEBOOK = "long_answer.ipynb"
+TAMPERED_NOTEBOOK = "long_answer_tampered.ipynb"
+URL_ATTRIBUTES = "[src]:not([src^='data:image/']), [srcset], [poster], [background], [style*='url'], link, source"
+MEDIA = "video, audio, input, img, picture, svg, iframe, object, embed"
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 SETTLE = 2.0  # seconds for any fetch a payload could start (autoplay, lazy images, CSS)
 
@@ -71,6 +78,31 @@ def hostile_transcript(base: str) -> dict[str, Any]:
     }
 
 
+def long_answer_bundle(base: str, *, tampered: bool) -> dict[str, Any]:
+    """A saved turn, built by the kernel's own code, whose answer is over LONG_ANSWER_CHARS, so
+    the renderer draws it from the bundle's HTML. The model's answer carries the payloads (the
+    kernel escapes them); `tampered` also puts them, live, where the renderer reads the HTML."""
+    answer = ("LONG-START " + "The units column grows with each region. " * 700 + "\n\n"
+              + "\n\n".join(payloads(base)) + "\n\n**END-LONG**")
+    assert len(answer) > LONG_ANSWER_CHARS
+    bundle = transcript_bundle([ChatMessage(role="assistant", content=answer)],
+                               question="Write the long report", status="complete")
+    marker = 'data-agentik-entry="1">'
+    assert marker in bundle["text/html"] and bundle[TRANSCRIPT_MIME]["entries"][1]["in_html"] is True
+    if tampered:
+        bundle["text/html"] = bundle["text/html"].replace(marker, marker + "".join(payloads(base)[:-1]), 1)
+    return bundle
+
+
+def write_notebook(path: Path, source: str, data: dict[str, Any]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    cell = nbformat.v4.new_code_cell(source)
+    cell.outputs = [nbformat.v4.new_output("display_data", data=data)]
+    nb.cells = [cell]
+    nbformat.write(nb, path)
+
+
 class Listener:
     """An HTTP server on 127.0.0.1 that records every path asked of it."""
 
@@ -101,19 +133,24 @@ class Listener:
 
 
 @pytest.fixture
-def lab_page(tmp_path: Path) -> Iterator[tuple[Any, Any, Listener]]:
+def lab_page(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any, Listener]]:
+    """JupyterLab on the three saved notebooks. `request.param` False turns off JupyterLab's own
+    Table of Contents headings from outputs: it parses every text/html output in a live <div>
+    (whatever renderer draws it), which fetches what JupyterLab's sanitizer leaves in it."""
     root, home = tmp_path / "root", tmp_path / "home"
     root.mkdir()
     quiet_lab_settings(home)
+    if not getattr(request, "param", True):
+        toc = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "toc-extension"
+        toc.mkdir(parents=True, exist_ok=True)
+        (toc / "registry.jupyterlab-settings").write_text('{"includeOutput": false}')
     with contextlib.ExitStack() as stack:
         listener = stack.enter_context(Listener())
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-        cell = nbformat.v4.new_code_cell("%%agent --wait\nShow me the payloads")
-        cell.outputs = [nbformat.v4.new_output(
-            "display_data", data={"text/plain": "transcript", TRANSCRIPT_MIME: hostile_transcript(listener.base)})]
-        nb.cells = [cell]
-        nbformat.write(nb, root / NOTEBOOK)
+        write_notebook(root / NOTEBOOK, "%%agent --wait\nShow me the payloads",
+                       {"text/plain": "transcript", TRANSCRIPT_MIME: hostile_transcript(listener.base)})
+        for name, tampered in ((LONG_NOTEBOOK, False), (TAMPERED_NOTEBOOK, True)):
+            write_notebook(root / name, "%%agent --wait\nWrite the long report",
+                           long_answer_bundle(listener.base, tampered=tampered))
         with pytest.MonkeyPatch.context() as mp:
             for name in [n for n in os.environ if n.startswith(("AGENTIK_", "LLM_"))]:
                 mp.delenv(name)
@@ -151,3 +188,32 @@ def test_saved_transcript_loads_nothing_and_shows_raw_html_as_text(lab_page: tup
     image = transcript.locator("img.agentik-image")
     assert image.count() == 1 and image.get_attribute("src").startswith("data:image/png;base64,")
     assert listener.paths == []
+
+
+def open_long_answer(page: Any, server: Any, notebook: str) -> tuple[Any, Any]:
+    page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}", timeout=30_000)
+    transcript = page.locator(TRANSCRIPT).filter(has_text="Write the long report")
+    wait_until(lambda: transcript.count() == 1, 45, "the long transcript drawn by the extension")
+    answer = transcript.locator(".agentik-assistant")
+    wait_until(lambda: "END-LONG" in answer.inner_text(), 15, "the whole long answer, from the HTML")
+    assert "LONG-START" in answer.inner_text() and answer.locator("strong", has_text="END-LONG").count() == 1
+    return transcript, answer
+
+
+def test_a_long_answer_is_drawn_from_the_saved_html_and_loads_nothing(lab_page: tuple[Any, Any, Listener]) -> None:
+    page, server, listener = lab_page
+    transcript, answer = open_long_answer(page, server, LONG_NOTEBOOK)
+    assert f'<video poster="{listener.base}/poster"' in answer.inner_text()  # the model's raw HTML, as text
+    time.sleep(SETTLE)
+    assert listener.paths == [], f"the long answer made the browser fetch {listener.paths}"
+    assert transcript.locator(URL_ATTRIBUTES).count() == 0 and answer.locator(MEDIA).count() == 0
+
+
+@pytest.mark.parametrize("lab_page", [False], indirect=True, ids=["toc-output-headings-off"])
+def test_a_tampered_long_answer_html_is_allow_listed(lab_page: tuple[Any, Any, Listener]) -> None:
+    page, server, listener = lab_page
+    transcript, answer = open_long_answer(page, server, TAMPERED_NOTEBOOK)
+    time.sleep(SETTLE)
+    assert listener.paths == [], f"the tampered HTML made the browser fetch {listener.paths}"
+    assert transcript.locator(URL_ATTRIBUTES).count() == 0 and answer.locator(MEDIA).count() == 0
+    assert answer.locator("a", has_text=f"{listener.base}/img").count() == 1  # an image became a link

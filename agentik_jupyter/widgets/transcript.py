@@ -3,10 +3,11 @@
 `transcript_bundle` builds a MIME bundle with `text/plain` (deterministic: no
 timings, so nbval can compare it), `text/html` (Markdown rendered safely, tool
 cards as <details>: what GitHub and nbviewer show) and
-`application/vnd.agentik.transcript+json` for the JupyterLab renderer. Only the
-last two carry the answer whole; `text/plain` names the turn and keeps the first
-PLAIN_TEXT_LIMIT characters of each message, so a saved turn costs about twice
-its answer, not three times.
+`application/vnd.agentik.transcript+json` for the JupyterLab renderer. `text/plain`
+names the turn and keeps the first PLAIN_TEXT_LIMIT characters of each message. An
+answer up to LONG_ANSWER_CHARS is in both rich outputs; a longer one only in the HTML
+(its JSON entry keeps the start and `in_html`, and the renderer takes the rest from the
+bundle's HTML), so a saved turn costs about its answer plus markup, never three copies.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ TRANSCRIPT_VERSION = 1
 RESULT_LIMIT = 4_000
 PLAIN_RESULT_LIMIT = 120
 PLAIN_TEXT_LIMIT = 200
+LONG_ANSWER_CHARS = 20_000
 
 
 _PRE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
@@ -101,7 +103,8 @@ def _head(text: str) -> str:
         return text
     space = text.rfind(" ", PLAIN_TEXT_LIMIT // 2, PLAIN_TEXT_LIMIT)
     shown = text[: space if space > 0 else PLAIN_TEXT_LIMIT]
-    return f"{shown}… [{len(text) - len(shown):,} more characters in the HTML and JSON outputs]"
+    where = "HTML output" if len(text) > LONG_ANSWER_CHARS else "HTML and JSON outputs"
+    return f"{shown}… [{len(text) - len(shown):,} more characters in the {where}]"
 
 
 def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None) -> str:
@@ -129,12 +132,13 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
     out = ['<div class="agentik-transcript" style="border-left:3px solid #4a90d9;padding-left:8px">']
     if payload.get("title"):
         out.append(f'<div style="font-weight:bold">{escape(payload["title"])}</div>')
-    for e in entries:
+    for i, e in enumerate(entries):
         if e["role"] == "user":
             out.append(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                        f'{escape(e["content"])}</span></div>')
         elif e["role"] == "assistant":
-            out.append(f'<div class="agentik-assistant">{one_line(render_markdown(e["content"]))}</div>')
+            out.append(f'<div class="agentik-assistant"{_entry_attribute(e, i)}>'
+                       f'{one_line(render_markdown(e["content"]))}</div>')
         elif e["role"] == "error":
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
         else:
@@ -149,6 +153,23 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
         out.append(f'<div class="agentik-status" style="color:#666;font-size:90%">{escape(footer)}</div>')
     out.append("</div>")
     return "".join(out)
+
+
+def _is_long(entry: dict[str, Any]) -> bool:
+    return entry["role"] == "assistant" and len(entry["content"]) > LONG_ANSWER_CHARS
+
+
+def _entry_attribute(entry: dict[str, Any], index: int) -> str:
+    """`data-agentik-entry="i"` on a long answer's HTML: where the lab renderer finds it."""
+    return f' data-agentik-entry="{index}"' if _is_long(entry) else ""
+
+
+def _json_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries for the JSON copy: a long answer keeps its start and points at the HTML."""
+    return [
+        {"role": "assistant", "content": e["content"][:PLAIN_TEXT_LIMIT] + "…", "in_html": True} if _is_long(e) else e
+        for e in entries
+    ]
 
 
 def transcript_bundle(
@@ -173,6 +194,9 @@ def transcript_bundle(
          "entries": [
            {"role": "user", "content": str},
            {"role": "assistant", "content": str},        # Markdown; render it escaped
+           {"role": "assistant", "content": str, "in_html": true},
+                                  # an answer over LONG_ANSWER_CHARS: `content` is its start; the
+                                  # whole answer is the text/html element data-agentik-entry="<index>"
            {"role": "tool", "id": str, "name": str, "args": {...},
             "result": str | null,                          # text the model saw, cut to 4000 chars
             "truncated": int,                              # characters cut from result
@@ -195,8 +219,9 @@ def transcript_bundle(
         "elapsed_s": round(elapsed_s, 3) if elapsed_s is not None else None,
         "entries": entries,
     }
+    markup = _html(entries, payload)
     return {
         "text/plain": _plain(entries, status, usage),
-        "text/html": _html(entries, payload),
-        TRANSCRIPT_MIME: payload,
+        "text/html": markup,
+        TRANSCRIPT_MIME: {**payload, "entries": _json_entries(entries)},
     }

@@ -16,6 +16,8 @@ export interface IUserEntry {
 export interface IAssistantEntry {
   role: 'assistant';
   content: string;
+  /** A long answer: `content` is its start; the whole is the bundle's text/html element data-agentik-entry=<index>. */
+  in_html?: boolean;
 }
 
 export interface IToolEntry {

@@ -10,7 +10,7 @@
  * browser fetch anything by itself. Tool previews (`display["text/html"]`) pass
  * the same sanitizer and allow-list.
  */
-import { IRenderMime, renderMarkdown } from '@jupyterlab/rendermime';
+import { IRenderMime, renderHTML, renderMarkdown } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
 import { ITranscript, IToolEntry, IUsage, TRANSCRIPT_MIME, TranscriptEntry } from './api';
@@ -90,6 +90,32 @@ async function markdown(source: string, ctx: RenderContext): Promise<HTMLElement
   return host;
 }
 
+/**
+ * A long answer's HTML, element `data-agentik-entry=<index>` of the bundle's text/html (saved
+ * notebooks keep long answers once, there). Parsed in an inert <template> (nothing loads, as in
+ * safehtml.ts); the markup is untrusted and goes through the same sanitizer and allow-list as Markdown.
+ */
+async function answerFromHtml(bundleHtml: string, index: number, ctx: RenderContext): Promise<HTMLElement | null> {
+  const template = document.createElement('template');
+  template.innerHTML = bundleHtml;
+  const part = template.content.querySelector(`.agentik-assistant[data-agentik-entry="${index}"]`);
+  if (!part) {
+    return null;
+  }
+  const host = el('div', 'agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown');
+  await renderHTML({
+    host,
+    source: part.innerHTML,
+    trusted: false,
+    sanitizer: noImagesSanitizer(ctx.sanitizer),
+    resolver: ctx.resolver ?? null,
+    linkHandler: ctx.linkHandler ?? null,
+    latexTypesetter: ctx.latexTypesetter ?? null,
+    shouldTypeset: true
+  });
+  return host;
+}
+
 function argsSummary(args: Record<string, unknown>): string {
   const inner = Object.entries(args)
     .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
@@ -160,18 +186,27 @@ function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
   return card;
 }
 
-/** One node per entry, in order: question, answer (Markdown), tool card, error. */
-export async function renderEntries(entries: TranscriptEntry[], ctx: RenderContext): Promise<HTMLElement[]> {
+/**
+ * One node per entry, in order: question, answer (Markdown), tool card, error. `bundleHtml` is
+ * the bundle's text/html, where a saved transcript keeps its long answers (`in_html`).
+ */
+export async function renderEntries(
+  entries: TranscriptEntry[],
+  ctx: RenderContext,
+  bundleHtml = ''
+): Promise<HTMLElement[]> {
   return Promise.all(
-    entries.map(async entry => {
+    entries.map(async (entry, index) => {
       switch (entry.role) {
         case 'user': {
           const node = el('div', 'agentik-user');
           node.append(el('span', 'agentik-who', 'You'), el('div', 'agentik-question', entry.content));
           return node;
         }
-        case 'assistant':
-          return markdown(entry.content, ctx);
+        case 'assistant': {
+          const whole = entry.in_html && bundleHtml ? await answerFromHtml(bundleHtml, index, ctx) : null;
+          return whole ?? markdown(entry.content, ctx);
+        }
         case 'tool':
           return toolCard(entry, ctx);
         default:
@@ -210,7 +245,9 @@ export class TranscriptRenderer extends Widget implements IRenderMime.IRenderer 
     if (transcript.title) {
       this.node.appendChild(el('div', 'agentik-title', transcript.title));
     }
-    this.node.append(...(await renderEntries(transcript.entries, this.ctx)));
+    const html = model.data['text/html'];
+    const bundleHtml = typeof html === 'string' ? html : Array.isArray(html) ? html.join('') : '';
+    this.node.append(...(await renderEntries(transcript.entries, this.ctx, bundleHtml)));
     const status = statusText(transcript);
     if (status) {
       this.node.appendChild(el('div', 'agentik-status', status));
