@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import httpx2
 import pytest
@@ -108,3 +108,21 @@ def jupyter_for(
     root, home = tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("home")
     with jupyter(root, home, env=llm.env("openai-compatible", api_key=api_key)) as running:
         yield running
+
+
+def server_fixtures(api_key: str = FAKE_API_KEY) -> tuple[Any, Any]:
+    """Module-scoped `llm` (the fake LLM) and `server` (a Jupyter Server using it with `api_key`)
+    fixtures; a test module takes them with `llm, server = server_fixtures()`."""
+
+    @pytest.fixture(scope="module")
+    def llm() -> Iterator[FakeLLMServer]:
+        with FakeLLMServer() as fake:
+            yield fake
+
+    @pytest.fixture(scope="module")
+    def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+        with jupyter_for(llm, tmp_path_factory, api_key) as running:
+            yield running
+
+    return llm, server
+

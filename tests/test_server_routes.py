@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
 import httpx2
 import pytest
@@ -13,21 +12,12 @@ from agentik_jupyter.persistence import SessionDB
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from agentik_jupyter.types import ChatMessage, UserMessage
-from tests.jupyter_servers import RunningServer, jupyter, jupyter_for
+from tests.jupyter_servers import RunningServer, jupyter, server_fixtures
 
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with jupyter_for(llm, tmp_path_factory) as running:
-        yield running
+llm, server = server_fixtures()
 
 
 def post(server: RunningServer, body: object, token: str | None = "default") -> httpx2.Response:

@@ -9,7 +9,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -18,21 +18,12 @@ from agentik_jupyter.persistence import SessionDB
 from agentik_jupyter.persistence.schema import migrate
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import AssistantMessage, UserMessage
-from tests.jupyter_servers import RunningServer, jupyter, jupyter_for
+from tests.jupyter_servers import RunningServer, jupyter, server_fixtures
 
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with jupyter_for(llm, tmp_path_factory) as running:
-        yield running
+llm, server = server_fixtures()
 
 
 def api(server: RunningServer, method: str, route: str, **kwargs: Any) -> httpx2.Response:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import httpx2
 import pytest
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from tests.jupyter_servers import RunningServer, jupyter_for
+from tests.jupyter_servers import RunningServer, server_fixtures
 
 from .test_key_never_leaves import KEY, MASK, assert_clean
 from .test_streamed_secrets import ANSWER, CHUNKS, REASONING
@@ -26,16 +26,7 @@ from .test_streamed_secrets import ANSWER, CHUNKS, REASONING
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with jupyter_for(llm, tmp_path_factory, api_key=KEY) as running:
-        yield running
+llm, server = server_fixtures(api_key=KEY)
 
 
 def headers(server: RunningServer, **extra: str) -> dict[str, str]:
