@@ -529,13 +529,20 @@ def test_3d_approval_card_shows_every_argument(lab: Lab) -> None:
     panel_idle(lab)
 
 
+def answer_under(text: str, question: str) -> str:
+    """What the panel shows after the last `question`; nothing while the question is not shown."""
+    _, asked, after = text.rpartition(question)
+    return after if asked else ""
+
+
 def test_4_stop_a_long_answer(lab: Lab) -> None:
     lab.srv.push(Reply.text(LONG_ANSWER))
     panel_send(lab, LONG_QUESTION)
     panel = lab.panel
     streaming = " ".join(LONG_ANSWER.split()[:14])  # "Long essay: w0 ... w11"
-    # under its own question: an earlier stopped cell turn in the history may hold the same words
-    lab.wait(lambda: streaming in lab.text(panel).rpartition(LONG_QUESTION)[2], 20, "the long answer to stream")
+    # under its own question: an earlier stopped cell turn (3b) in the history holds the same words,
+    # and until the question is shown rpartition would search the whole panel
+    lab.wait(lambda: streaming in answer_under(lab.text(panel), LONG_QUESTION), 20, "the long answer to stream")
     stop = panel.get_by_role("button", name="Stop")
     assert stop.is_enabled()
     stop.click()
