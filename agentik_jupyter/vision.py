@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from .types import ImagePart
 
+RASTER_TYPES = ("image/png", "image/jpeg", "image/gif")  # what fit_image reads and the cards show inline
 MAX_SIDE_PX = 768
 MAX_BYTES = 200_000
 MAX_IMAGES_PER_RESULT = 4

@@ -14,16 +14,14 @@ in the code propagates: it stops the turn, it is not an error for the model.
 from __future__ import annotations
 
 import ast
-import base64
 import html
 import inspect
-import io
 import sys
 import traceback
 from typing import Any
 
 from ..types import ToolOutput
-from ..vision import describe_figure, images_for_model
+from ..vision import describe_figure, figure_png, images_for_model
 from .namespace import clip, short_repr, type_name
 from .output_capture import Capture, capturing
 
@@ -31,7 +29,6 @@ MAX_STREAM_CHARS = 8_000
 MAX_RESULT_CHARS = 4_000
 MAX_TRACEBACK_FRAMES = 8
 MAX_TRACEBACK_CHARS = 4_000
-FIGURE_DPI = 100
 
 
 class CodeExecutionError(Exception):
@@ -126,9 +123,7 @@ def _take_new_figures(before: set[int]) -> list[tuple[str, str]]:
         if fig is None:
             continue
         try:
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=FIGURE_DPI, bbox_inches="tight")
-            taken.append((base64.b64encode(buf.getvalue()).decode("ascii"), describe_figure(fig, f"Figure {num}", FIGURE_DPI)))
+            taken.append((figure_png(fig), describe_figure(fig, f"Figure {num}")))
         finally:
             plt.close(fig)
     return taken

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..types import ImagePart, ToolOutput
-from ..vision import MAX_IMAGES_PER_RESULT, fit_image, vision_enabled
+from ..vision import MAX_IMAGES_PER_RESULT, RASTER_TYPES, fit_image, vision_enabled
 from .document import Cell, _joined
 
-RASTER_TYPES = ("image/png", "image/jpeg", "image/gif")
 NOTE_CHARS = 200
 
 

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..types import ToolCall, ToolResult
+from ..vision import RASTER_TYPES
 from .markdown import escape
 from .sanitize import sanitize_html
 from .shared import html
@@ -20,7 +21,7 @@ from .shared import html
 CARD_TEXT_LIMIT = 2_000
 HTML_PREVIEW_LIMIT = 200_000
 IMAGE_LIMIT = 2_000_000
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
+IMAGE_TYPES = RASTER_TYPES
 TITLE_ARGS_LIMIT = 60
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 
