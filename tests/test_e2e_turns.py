@@ -33,6 +33,7 @@ async def test_streamed_answer_with_two_tool_calls(fake_llm: FakeLLMServer, llm_
                          text="Checking both tables. "),
         Reply.text("Sales has 100 rows and users has 7."),
     )
+    fake_llm.chunk_delay = 0.005  # each chunk its own read: a local server's chunks read together come as one delta
     session, events = make_session()
     outcome = await session.send("How big are my tables?")
     assert outcome.reason == "complete"

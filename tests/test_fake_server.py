@@ -49,12 +49,14 @@ async def test_queue_then_responder_then_echo(fake_llm: FakeLLMServer) -> None:
     assert fake_llm.requests == []
 
 
-async def test_text_streams_in_the_requested_chunks(fake_llm: FakeLLMServer) -> None:
+def test_text_streams_in_the_requested_chunks(fake_llm: FakeLLMServer) -> None:
+    """On the wire: one event per chunk (the adapter may join what it reads together)."""
     fake_llm.push(Reply.text("abcdefghij", chunks=5))
-    adapter = make_adapter(load_config(fake_llm.env()))
-    pieces = [d.text async for d in adapter.stream(ask("q")) if d.type == "text"]
-    await adapter.aclose()
-    assert pieces == ["ab", "cd", "ef", "gh", "ij"]
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}]}
+    with httpx2.stream("POST", f"{fake_llm.base_url}/chat/completions", json=body) as response:
+        events = [e.json() for e in httpx2.EventSource(response) if e.data != "[DONE]"]
+    pieces = [c["choices"][0]["delta"].get("content") for c in events if c["choices"]]
+    assert [p for p in pieces if p] == ["ab", "cd", "ef", "gh", "ij"]
 
 
 def test_raw_http_routes_and_recording() -> None:

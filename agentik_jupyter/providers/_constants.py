@@ -44,3 +44,7 @@ before decoding so no deep structure (or RecursionError) reaches the rest of the
 MAX_ANSWER_CHARS: int = 1_000_000
 """Text, reasoning and tool-argument characters read from one answer (~250k tokens, past any
 model's output limit); a provider sending more is broken, and reading on would stall the kernel."""
+
+MAX_SSE_EVENT_CHARS: int = 1024 * 1024
+"""One server-sent event's size at most (httpx2's own bound); a stream that never ends its
+event is broken, and buffering it would fill the kernel's memory."""

@@ -65,6 +65,10 @@ class ChatCompletionAccumulator:
         """Deltas for one chunk; a top-level `error` raises StreamError with the partial answer."""
         if not isinstance(chunk, dict):
             return []
+        text = _only_text(chunk)
+        if text is not None:
+            self._saw_content = True
+            return self._add_text(text)
         if chunk.get("error"):
             raise error_from_event(chunk, partial=self.snapshot(), in_stream=in_stream)
         usage = usage_from(chunk.get("usage"))
@@ -215,6 +219,24 @@ class ChatCompletionAccumulator:
             finish_reason=self.finish_reason,
             usage=self.usage,
         )
+
+
+def _only_text(chunk: dict[str, Any]) -> str | None:
+    """The text of the usual chunk (one choice, a delta of `content` and maybe `role`, nothing
+    else to assemble), found in a few lookups; None sends the chunk through the general path."""
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") or chunk.get("error"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("finish_reason") or choice.get("index") not in (0, None):
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict:
+        return None
+    content = delta.get("content")
+    if type(content) is not str or not (len(delta) == 1 or (len(delta) == 2 and "role" in delta)):
+        return None
+    return content
 
 
 def _thinking_text(thinking: Any) -> str:

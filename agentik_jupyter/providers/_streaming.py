@@ -7,6 +7,7 @@ assembled so far (`partial`) so the user keeps what already arrived.
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any, AsyncIterator, Callable
 
@@ -14,6 +15,7 @@ import httpx2
 
 from . import _constants as C
 from ._http import error_from_transport
+from ._sse import SSEDecoder
 from .errors import MalformedResponseError, StreamError
 
 
@@ -59,15 +61,6 @@ def is_event_stream(response: httpx2.Response) -> bool:
     return content_type == "text/event-stream"
 
 
-async def iter_events(response: httpx2.Response, url: str) -> AsyncIterator[httpx2.ServerSentEvent]:
-    """Server-sent events of a response; a broken or timed-out body becomes our typed error."""
-    try:
-        async for event in httpx2.EventSource(response):
-            yield event
-    except httpx2.HTTPError as exc:
-        raise error_from_transport(exc, url, in_stream=True) from None
-
-
 async def json_events(
     response: httpx2.Response,
     url: str,
@@ -77,29 +70,38 @@ async def json_events(
     done: str | None = None,
     on_done: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, decoded data) for each event with data, until the stream ends or `done`
-    (then `on_done()` is called, so the caller can tell a finished stream from a cut one).
+    """(event name, decoded data) for each server-sent event with data, until the stream ends
+    or `done` (then `on_done()` is called, so the caller can tell a finished stream from a cut one).
 
-    An event that is not JSON raises with `partial()` attached; a stream that ends
-    without any data says which API the base URL was expected to serve.
+    The body is UTF-8 whatever its charset says (the SSE standard). A broken or timed-out body
+    becomes our typed error; an event that is not JSON raises with `partial()` attached; a
+    stream that ends without any data says which API the base URL was expected to serve.
     """
     seen = False
-    async for event in iter_events(response, url):
-        data = event.data.strip()
-        if done is not None and data == done:
-            if on_done is not None:
-                on_done()
-            break
-        if not data:
-            continue
-        seen = True
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            err = malformed("a stream event", event.data, in_stream=True)
-            err.partial = partial()
-            raise err from None
-        yield event.event, payload
+    decoder = SSEDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+    try:
+        async for chunk in response.aiter_bytes():
+            for name, raw in decoder.feed(utf8.decode(chunk)):
+                data = raw.strip()
+                if done is not None and data == done:
+                    if on_done is not None:
+                        on_done()
+                    return
+                if not data:
+                    continue
+                seen = True
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    err = malformed("a stream event", raw, in_stream=True)
+                    err.partial = partial()
+                    raise err from None
+                yield name, payload
+    except httpx2.HTTPError as exc:
+        raise error_from_transport(exc, url, in_stream=True) from None
+    decoder.feed(utf8.decode(b"", final=True))
+    decoder.close()
     if not seen:
         raise MalformedResponseError(
             f"The provider's event stream ended without any data. Is LLM_BASE_URL an {api}?",

@@ -17,6 +17,7 @@ from . import _constants as C
 from ._anthropic_assembly import MessageAccumulator, message_as_events
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
+from ._read_ahead import read_ahead
 from ._streaming import AnswerLimit, is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from .errors import StreamError
@@ -140,7 +141,7 @@ class AnthropicAdapter:
         ) as response:
             acc = MessageAccumulator()
             if is_event_stream(response):
-                async for delta in self._assemble_stream(response, acc):
+                async for delta in read_ahead(self._assemble_stream(response, acc)):
                     yield delta
             else:
                 payload = await read_json_object(response, self.url)

@@ -18,6 +18,7 @@ from . import _constants as C
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
+from ._read_ahead import read_ahead
 from ._streaming import AnswerLimit, is_event_stream, json_events, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from .errors import StreamError
@@ -144,7 +145,7 @@ class OpenAICompatibleAdapter:
             client, self.url, headers=self.headers(stream=stream), body=body, retry=self.retry
         ) as response:
             if is_event_stream(response):
-                async for delta in self._assemble_stream(response):
+                async for delta in read_ahead(self._assemble_stream(response)):
                     yield delta
             else:
                 async for delta in self._assemble_body(response):

@@ -49,7 +49,11 @@ def sse_events(server: RunningServer, body: dict[str, Any]) -> list[tuple[str, d
 
 def test_sse_deltas_never_carry_the_key_split_across_chunks(server: RunningServer, llm: FakeLLMServer) -> None:
     llm.push(Reply.text(ANSWER, chunks=CHUNKS, reasoning=REASONING))
-    events = sse_events(server, {"messages": [{"role": "user", "content": "What is my key?"}]})
+    llm.chunk_delay = 0.01  # each chunk its own read, so the reader cannot join them before the scrubber
+    try:
+        events = sse_events(server, {"messages": [{"role": "user", "content": "What is my key?"}]})
+    finally:
+        llm.chunk_delay = 0.0
     kinds = [kind for kind, _ in events]
     assert kinds[0] == "start" and kinds[-1] == "end"
     assert kinds.count("delta") > 5, "the answer streamed in many deltas"
