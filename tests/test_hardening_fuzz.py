@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator
 from agentik_jupyter.providers._convert import parse_arguments
 from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator
-from agentik_jupyter.providers.anthropic import AnthropicAdapter
+from agentik_jupyter.providers._read_ahead import read_ahead
+from agentik_jupyter.providers.anthropic import AnthropicAdapter, AnthropicStream
 from agentik_jupyter.providers.base import StreamDone
 from agentik_jupyter.providers.errors import ProviderError
-from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
+from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter, OpenAIStream
 from agentik_jupyter.types import ToolParameter
 from agentik_jupyter.validation import validate_arguments
 
@@ -75,10 +76,8 @@ def run_adapter(adapter: Any, body: bytes) -> None:
     async def go() -> None:
         request = httpx2.Request("POST", "http://127.0.0.1:1/v1")
         response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body, request=request)
-        if isinstance(adapter, AnthropicAdapter):
-            deltas = adapter._assemble_stream(response, MessageAccumulator())
-        else:
-            deltas = adapter._assemble_stream(response)
+        assembly = AnthropicStream(MessageAccumulator()) if isinstance(adapter, AnthropicAdapter) else OpenAIStream()
+        deltas = read_ahead(response, adapter.url, assembly)
         last = None
         async for delta in deltas:
             last = delta

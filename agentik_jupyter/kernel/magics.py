@@ -27,9 +27,17 @@ LINE_HELPER = "__agentik_line__"
 
 def _display(obj: Any) -> Any:
     """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
-    from IPython.display import display
+    from ..widgets.publish import display_now
 
-    return display(obj, display_id=True)
+    return display_now(obj, display_id=True)
+
+
+def _update(handle: Any, bundle: dict[str, Any]) -> None:
+    """Replace the displayed view with `bundle` (the turn's transcript)."""
+    from ..widgets.publish import without_idle_flush
+
+    with without_idle_flush():
+        handle.update(bundle, raw=True)
 
 
 def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
@@ -43,7 +51,7 @@ def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyn
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
     handle: Any = None
-    replace = None if opts.wait else (lambda bundle: handle.update(bundle, raw=True))
+    replace = None if opts.wait else (lambda bundle: _update(handle, bundle))
     view = TurnView(session, text, wait=True, display=replace)
     handle = _display(view)
     anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)

@@ -12,8 +12,11 @@ by token, and a fast one costs the turn one event per read instead of one per to
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator
+from typing import AsyncIterator, Protocol
 
+import httpx2
+
+from ._http import error_from_transport
 from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
 
@@ -45,12 +48,28 @@ def _join(out: list[ProviderDelta], parts: list[str]) -> None:
         out[-1] = out[-1].model_copy(update={"text": "".join(parts)})
 
 
-async def read_ahead(source: AsyncIterator[ProviderDelta]) -> AsyncIterator[ProviderDelta]:
-    """`source`'s deltas, read by a task of their own and merged per hand-over.
+class StreamAssembly(Protocol):
+    """One wire format's assembly of a streamed body, fed its bytes as they come."""
 
-    An error of `source` is raised after the deltas that came before it; closing or
-    cancelling the consumer (Stop) cancels the task, which closes `source` (and its
-    response) in the task that opened it.
+    done: bool
+    """Set when the stream said it is over (the body's end is then not waited for)."""
+
+    def feed(self, chunk: bytes, out: list[ProviderDelta]) -> None:
+        """Add to `out` the deltas these bytes complete; a typed error (with the partial answer)
+        is raised after the deltas before it were added."""
+        ...
+
+    def end(self) -> list[ProviderDelta]:
+        """The deltas owed once the body has ended, or the error of a stream cut short."""
+        ...
+
+
+async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssembly) -> AsyncIterator[ProviderDelta]:
+    """The deltas of `response`'s body, read and assembled by a task of their own, merged per hand-over.
+
+    The task iterates the body itself (no generator between the bytes and the assembly). An
+    error is raised after the deltas that came before it; closing or cancelling the consumer
+    (Stop) cancels the task, and the response is closed by whoever opened it.
     """
     pending: list[ProviderDelta] = []
     arrived = asyncio.Event()
@@ -60,15 +79,20 @@ async def read_ahead(source: AsyncIterator[ProviderDelta]) -> AsyncIterator[Prov
     async def pump() -> None:
         nonlocal finished
         try:
-            async for delta in source:
-                pending.append(delta)
-                arrived.set()
+            async for chunk in response.aiter_bytes():
+                assembly.feed(chunk, pending)
+                if pending:
+                    arrived.set()
+                if assembly.done:
+                    break
+            pending.extend(assembly.end())
+        except httpx2.HTTPError as exc:
+            failure.append(error_from_transport(exc, url, in_stream=True))
         except Exception as exc:  # handed to the consumer, after what came before it
             failure.append(exc)
         finally:
             finished = True
             arrived.set()
-            await source.aclose()  # type: ignore[attr-defined]
 
     task = asyncio.get_running_loop().create_task(pump())
     try:

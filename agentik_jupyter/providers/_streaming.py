@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from typing import Any, AsyncIterator, Callable
+from typing import Any, Callable, Iterator
 
 import httpx2
 
@@ -61,53 +61,51 @@ def is_event_stream(response: httpx2.Response) -> bool:
     return content_type == "text/event-stream"
 
 
-async def json_events(
-    response: httpx2.Response,
-    url: str,
-    *,
-    api: str,
-    partial: Callable[[], Any],
-    done: str | None = None,
-    on_done: Callable[[], None] | None = None,
-) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, decoded data) for each server-sent event with data, until the stream ends
-    or `done` (then `on_done()` is called, so the caller can tell a finished stream from a cut one).
+class EventDecoder:
+    """The bytes of an event stream in, (event name, decoded JSON) out, for each event with data.
 
-    The body is UTF-8 whatever its charset says (the SSE standard). A broken or timed-out body
-    becomes our typed error; an event that is not JSON raises with `partial()` attached; a
-    stream that ends without any data says which API the base URL was expected to serve.
+    The body is UTF-8 whatever its charset says (the SSE standard). `done` is the data that
+    ends the stream (OpenAI's `[DONE]`): after it `self.done` is set and nothing more is read.
+    An event that is not JSON raises with `partial()` attached; a stream that ends without any
+    data says (in `end()`) which API the base URL was expected to serve.
     """
-    seen = False
-    decoder = SSEDecoder()
-    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    try:
-        async for chunk in response.aiter_bytes():
-            for name, raw in decoder.feed(utf8.decode(chunk)):
-                data = raw.strip()
-                if done is not None and data == done:
-                    if on_done is not None:
-                        on_done()
-                    return
-                if not data:
-                    continue
-                seen = True
-                try:
-                    payload = json.loads(data)
-                except ValueError:
-                    err = malformed("a stream event", raw, in_stream=True)
-                    err.partial = partial()
-                    raise err from None
-                yield name, payload
-    except httpx2.HTTPError as exc:
-        raise error_from_transport(exc, url, in_stream=True) from None
-    decoder.feed(utf8.decode(b"", final=True))
-    decoder.close()
-    if not seen:
-        raise MalformedResponseError(
-            f"The provider's event stream ended without any data. Is LLM_BASE_URL an {api}?",
-            status=200,
-            in_stream=True,
-        )
+
+    def __init__(self, *, api: str, partial: Callable[[], Any], done: str | None = None) -> None:
+        self.api = api
+        self.partial = partial
+        self.done_marker = done
+        self.done = False
+        self.seen = False
+        self._sse = SSEDecoder()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[str, Any]]:
+        """The events these bytes complete, one at a time: the caller takes each before a bad one raises."""
+        for name, raw in self._sse.feed(self._utf8.decode(chunk)):
+            data = raw.strip()
+            if self.done_marker is not None and data == self.done_marker:
+                self.done = True
+                return
+            if not data:
+                continue
+            self.seen = True
+            try:
+                payload = json.loads(data)
+            except ValueError:
+                err = malformed("a stream event", raw, in_stream=True)
+                err.partial = self.partial()
+                raise err from None
+            yield name, payload
+
+    def end(self) -> None:
+        """The body ended (an event without its blank line is dropped, as the standard says)."""
+        self._sse.close()
+        if not self.seen and not self.done:
+            raise MalformedResponseError(
+                f"The provider's event stream ended without any data. Is LLM_BASE_URL an {self.api}?",
+                status=200,
+                in_stream=True,
+            )
 
 
 async def read_json_object(response: httpx2.Response, url: str) -> dict[str, Any]:

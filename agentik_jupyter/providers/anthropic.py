@@ -6,7 +6,6 @@ History conversion and request building live here; event assembly lives in
 
 from __future__ import annotations
 
-from contextlib import aclosing
 from typing import Any, AsyncIterator
 
 import httpx2
@@ -18,7 +17,7 @@ from ._anthropic_assembly import MessageAccumulator, message_as_events
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._read_ahead import read_ahead
-from ._streaming import AnswerLimit, is_event_stream, json_events, read_json_object
+from ._streaming import AnswerLimit, EventDecoder, is_event_stream, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from .errors import StreamError
 from .openai_compatible import endpoint_url
@@ -78,6 +77,41 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         else:
             wire.append({"role": role, "content": blocks})
     return wire
+
+
+class AnthropicStream:
+    """A streamed message: events fed as their bytes come, until `message_stop` or the body's end."""
+
+    def __init__(self, acc: MessageAccumulator) -> None:
+        self.acc = acc
+        self.limit = AnswerLimit(acc.snapshot)
+        self.events = EventDecoder(api="Anthropic Messages API", partial=acc.snapshot)
+
+    @property
+    def done(self) -> bool:
+        return self.acc.stopped
+
+    def feed(self, chunk: bytes, out: list[ProviderDelta]) -> None:
+        for name, payload in self.events.feed(chunk):
+            if name == "error" and isinstance(payload, dict) and payload.get("type") != "error":
+                payload = {"type": "error", "error": payload.get("error", payload)}
+            out += self.limit.count(self.acc.feed(payload))
+            if self.acc.stopped:
+                break
+
+    def end(self) -> list[ProviderDelta]:
+        """Nothing owed here (the adapter adds the final deltas), or the error of a cut stream."""
+        if self.acc.stopped:
+            return []
+        self.events.end()
+        err = StreamError(
+            "The provider's stream ended before the answer was complete (no message_stop). "
+            "The answer is incomplete; send the message again.",
+            status=200,
+            in_stream=True,
+        )
+        err.partial = self.acc.snapshot()
+        raise err
 
 
 class AnthropicAdapter:
@@ -141,7 +175,7 @@ class AnthropicAdapter:
         ) as response:
             acc = MessageAccumulator()
             if is_event_stream(response):
-                async for delta in read_ahead(self._assemble_stream(response, acc)):
+                async for delta in read_ahead(response, self.url, AnthropicStream(acc)):
                     yield delta
             else:
                 payload = await read_json_object(response, self.url)
@@ -152,24 +186,3 @@ class AnthropicAdapter:
             for delta in acc.final_deltas():
                 yield delta
             yield StreamDone(response=acc.snapshot())
-
-    async def _assemble_stream(self, response: httpx2.Response, acc: MessageAccumulator) -> AsyncIterator[ProviderDelta]:
-        events = json_events(response, self.url, api="Anthropic Messages API", partial=acc.snapshot)
-        limit = AnswerLimit(acc.snapshot)
-        async with aclosing(events):
-            async for name, payload in events:
-                if name == "error" and isinstance(payload, dict) and payload.get("type") != "error":
-                    payload = {"type": "error", "error": payload.get("error", payload)}
-                for delta in limit.count(acc.feed(payload)):
-                    yield delta
-                if acc.stopped:
-                    break
-        if not acc.stopped:
-            err = StreamError(
-                "The provider's stream ended before the answer was complete (no message_stop). "
-                "The answer is incomplete; send the message again.",
-                status=200,
-                in_stream=True,
-            )
-            err.partial = acc.snapshot()
-            raise err

@@ -7,7 +7,6 @@ Request building and history conversion live here; chunk assembly lives in
 from __future__ import annotations
 
 import json
-from contextlib import aclosing
 from typing import Any, AsyncIterator
 
 import httpx2
@@ -19,7 +18,7 @@ from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
 from ._read_ahead import read_ahead
-from ._streaming import AnswerLimit, is_event_stream, json_events, read_json_object
+from ._streaming import AnswerLimit, EventDecoder, is_event_stream, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from .errors import StreamError
 
@@ -79,6 +78,38 @@ def images_message(images: list[ImagePart]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"type": "text", "text": f"The {len(images)} image(s) the tool results above produced:"}]
     parts += [{"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}} for i in images]
     return {"role": "user", "content": parts}
+
+
+class OpenAIStream:
+    """A streamed chat completion: chunks fed as their bytes come, until `[DONE]` or the body's end."""
+
+    def __init__(self) -> None:
+        self.acc = ChatCompletionAccumulator()
+        self.limit = AnswerLimit(self.acc.snapshot)
+        self.events = EventDecoder(api="OpenAI-compatible API", partial=self.acc.snapshot, done="[DONE]")
+
+    @property
+    def done(self) -> bool:
+        return self.events.done
+
+    def feed(self, chunk: bytes, out: list[ProviderDelta]) -> None:
+        for name, payload in self.events.feed(chunk):
+            if name == "error" and not (isinstance(payload, dict) and payload.get("error")):
+                payload = {"error": payload}
+            out += self.limit.count(self.acc.feed(payload))
+
+    def end(self) -> list[ProviderDelta]:
+        self.events.end()
+        if not self.events.done and self.acc.finish_reason is None:
+            err = StreamError(
+                "The provider's stream ended before the answer was complete (no finish_reason, no [DONE]). "
+                "The answer is incomplete; send the message again.",
+                status=200,
+                in_stream=True,
+            )
+            err.partial = self.acc.snapshot()
+            raise err
+        return [*self.acc.finish(), StreamDone(response=self.acc.snapshot())]
 
 
 class OpenAICompatibleAdapter:
@@ -145,38 +176,11 @@ class OpenAICompatibleAdapter:
             client, self.url, headers=self.headers(stream=stream), body=body, retry=self.retry
         ) as response:
             if is_event_stream(response):
-                async for delta in read_ahead(self._assemble_stream(response)):
+                async for delta in read_ahead(response, self.url, OpenAIStream()):
                     yield delta
             else:
                 async for delta in self._assemble_body(response):
                     yield delta
-
-    async def _assemble_stream(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
-        acc = ChatCompletionAccumulator()
-        limit = AnswerLimit(acc.snapshot)
-        finished: list[bool] = []
-        events = json_events(
-            response, self.url, api="OpenAI-compatible API", partial=acc.snapshot, done="[DONE]",
-            on_done=lambda: finished.append(True),
-        )
-        async with aclosing(events):
-            async for name, chunk in events:
-                if name == "error" and not (isinstance(chunk, dict) and chunk.get("error")):
-                    chunk = {"error": chunk}
-                for delta in limit.count(acc.feed(chunk)):
-                    yield delta
-        if not finished and acc.finish_reason is None:
-            err = StreamError(
-                "The provider's stream ended before the answer was complete (no finish_reason, no [DONE]). "
-                "The answer is incomplete; send the message again.",
-                status=200,
-                in_stream=True,
-            )
-            err.partial = acc.snapshot()
-            raise err
-        for delta in acc.finish():
-            yield delta
-        yield StreamDone(response=acc.snapshot())
 
     async def _assemble_body(self, response: httpx2.Response) -> AsyncIterator[ProviderDelta]:
         body = await read_json_object(response, self.url)

@@ -35,9 +35,9 @@ Displayer = Callable[[dict[str, Any]], None]
 
 
 def _display_bundle(bundle: dict[str, Any]) -> None:
-    from IPython.display import display
+    from .publish import display_now
 
-    display(bundle, raw=True)
+    display_now(bundle, raw=True)
 
 
 def close_tree(widget: Widget) -> None:
