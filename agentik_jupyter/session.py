@@ -368,8 +368,7 @@ class Session:
         if self.conversation_id is None:
             info = await self.db.create_conversation()
             self.conversation_id = info.id
-        history = await self.db.working_memory(self.conversation_id, budget)
-        self._turn_id = await self.db.begin_turn(self.conversation_id, user)
+        history, self._turn_id = await self.db.begin_turn_after_history(self.conversation_id, user, budget)
         if self.title is None:
             self.title = (await self.db.get_conversation(self.conversation_id)).title
         return history

@@ -7,7 +7,9 @@ kernel's idle; the baseline is a cell of the same kernel that reads the same res
 with httpx2 (one pooled client, kept across cells as the agent keeps its own) and does nothing else;
 `ratio` is against it. `ratio_vs_new_client` is against a read that opens a new httpx2 client
 each time (CA certificates loaded, a new connection), as bench/cases.py's in-process baseline
-does, and probably the issue's first measurement. Raw and agent cells alternate (drift hits both); medians of
+does, and probably the issue's first measurement. `decoded_read_vs_raw` is the least a client
+must do to know what the model said (the same read through httpx2's EventSource and `json.loads`
+per event, nothing else) against the raw read: the floor under any turn's ratio. Raw and agent cells alternate (drift hits both); medians of
 10 after a warm-up. With one tool call the turn makes two model requests (a `list_variables`
 call, then the answer) and the baseline reads the same two responses.
 """
@@ -51,6 +53,17 @@ async def __raw_read(n, fresh=False):
                 pass
     if fresh:
         await client.aclose()
+async def __decoded_read(n):  # the least any client does to know what the model said
+    for _ in range(n):
+        async with __raw_client.stream(
+            "POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
+            json={"model": os.environ["LLM_MODEL"], "stream": True,
+                  "messages": [{"role": "user", "content": "Summarise sales."}]},
+            headers={"Authorization": "Bearer " + os.environ["LLM_API_KEY"]},
+        ) as response:
+            async for event in httpx2.EventSource(response):
+                if event.data != "[DONE]":
+                    json.loads(event.data)
 """
 AGENT_CELL = "%%agent --wait\nSummarise the sales data."
 
@@ -113,6 +126,7 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
     requests = 2 if tool else 1
     raw_times: list[float] = []
     fresh_times: list[float] = []
+    decoded_times: list[float] = []
     turns: list[Cell] = []
     for i in range(REPEATS + 1):
         server.push(*([_tool_reply()] if tool else []), _reply())
@@ -120,16 +134,22 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
         server.push(*([_tool_reply()] if tool else []), _reply())
         fresh = kernel.run(f"await __raw_read({requests}, fresh=True)")
         server.push(*([_tool_reply()] if tool else []), _reply())
+        decoded = kernel.run(f"await __decoded_read({requests})")
+        server.push(*([_tool_reply()] if tool else []), _reply())
         turn = kernel.run(AGENT_CELL)
         if _answer_of(turn) != ANSWER:
             raise RuntimeError(f"the turn's transcript does not hold the exact answer: {turn.text[:300]}")
         if i:  # the first round warms up imports, the sessions file and the connection pool
             raw_times.append(raw.seconds)
             fresh_times.append(fresh.seconds)
+            decoded_times.append(decoded.seconds)
             turns.append(turn)
     raw_s, turn_s, fresh_s = _median(raw_times), _median([t.seconds for t in turns]), _median(fresh_times)
+    decoded_s = _median(decoded_times)
     return {"turn_s": round(turn_s, 4), "raw_httpx2_s": round(raw_s, 4), "ratio": round(turn_s / raw_s, 2),
             "raw_httpx2_new_client_s": round(fresh_s, 4), "ratio_vs_new_client": round(turn_s / fresh_s, 2),
+            "decoded_read_s": round(decoded_s, 4), "decoded_read_vs_raw": round(decoded_s / raw_s, 2),
+            "ratio_vs_decoded_read": round(turn_s / decoded_s, 2),
             "model_requests": requests, **_frontend(turns, len(ANSWER) // CHUNK)}
 
 

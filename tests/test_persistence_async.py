@@ -47,6 +47,19 @@ async def test_round_trip_through_the_facade(adb: AsyncSessionDB) -> None:
     assert adb.path.name == "nb.agentik.db"
 
 
+async def test_a_turn_begins_with_the_history_before_its_question(adb: AsyncSessionDB) -> None:
+    conv = await adb.create_conversation()
+    history, first = await adb.begin_turn_after_history(conv.id, UserMessage(content="q1"))
+    assert history == []
+    user = (await adb.working_memory(conv.id))[0]
+    await adb.commit_turn(conv.id, first, [user, ChatMessage(role="assistant", content="a1")])
+    history, second = await adb.begin_turn_after_history(conv.id, UserMessage(content="q2"))
+    assert [m.content for m in history] == ["q1", "a1"] and second != first
+    assert [m.content for m in await adb.working_memory(conv.id)] == ["q1", "a1", "q2"]
+    with pytest.raises(ConversationNotFoundError):
+        await adb.begin_turn_after_history("no-such-conversation", UserMessage(content="q"))
+
+
 async def test_event_loop_stays_free_while_sqlite_waits(adb: AsyncSessionDB) -> None:
     conv = await adb.create_conversation()
     other = hold_write_lock(adb.path)
