@@ -40,7 +40,7 @@ import os, json, time, httpx2, asyncio
 import pandas as pd
 sales = pd.DataFrame({"region": ["north", "south"] * 50, "units": range(100)})
 __raw_client = httpx2.AsyncClient()  # one pooled client, as the agent's adapter keeps one
-async def __raw_read(n, fresh=False):
+async def __raw_read(n, fresh=False, decode=False):
     client = httpx2.AsyncClient() if fresh else __raw_client
     for _ in range(n):
         async with client.stream(
@@ -49,21 +49,15 @@ async def __raw_read(n, fresh=False):
                   "messages": [{"role": "user", "content": "Summarise sales."}]},
             headers={"Authorization": "Bearer " + os.environ["LLM_API_KEY"]},
         ) as response:
-            async for _ in response.aiter_bytes():
-                pass
+            if decode:  # the least any client does to know what the model said
+                async for event in httpx2.EventSource(response):
+                    if event.data != "[DONE]":
+                        json.loads(event.data)
+            else:
+                async for _ in response.aiter_bytes():
+                    pass
     if fresh:
         await client.aclose()
-async def __decoded_read(n):  # the least any client does to know what the model said
-    for _ in range(n):
-        async with __raw_client.stream(
-            "POST", os.environ["LLM_BASE_URL"] + "/chat/completions",
-            json={"model": os.environ["LLM_MODEL"], "stream": True,
-                  "messages": [{"role": "user", "content": "Summarise sales."}]},
-            headers={"Authorization": "Bearer " + os.environ["LLM_API_KEY"]},
-        ) as response:
-            async for event in httpx2.EventSource(response):
-                if event.data != "[DONE]":
-                    json.loads(event.data)
 """
 AGENT_CELL = "%%agent --wait\nSummarise the sales data."
 
@@ -134,7 +128,7 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
         server.push(*([_tool_reply()] if tool else []), _reply())
         fresh = kernel.run(f"await __raw_read({requests}, fresh=True)")
         server.push(*([_tool_reply()] if tool else []), _reply())
-        decoded = kernel.run(f"await __decoded_read({requests})")
+        decoded = kernel.run(f"await __raw_read({requests}, decode=True)")
         server.push(*([_tool_reply()] if tool else []), _reply())
         turn = kernel.run(AGENT_CELL)
         if _answer_of(turn) != ANSWER:

@@ -45,6 +45,18 @@ class AnswerLimit:
         return deltas
 
 
+def cut_short(missing: str, partial: Any) -> StreamError:
+    """A stream that ended before its wire format's last event (`missing`), with what arrived."""
+    err = StreamError(
+        f"The provider's stream ended before the answer was complete ({missing}). "
+        "The answer is incomplete; send the message again.",
+        status=200,
+        in_stream=True,
+    )
+    err.partial = partial
+    return err
+
+
 def malformed(what: str, raw: str, *, in_stream: bool) -> MalformedResponseError:
     """A body or event that is not the JSON the wire format promises."""
     preview = raw[: C.ERROR_BODY_PREVIEW_CHARS]

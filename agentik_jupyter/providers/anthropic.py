@@ -17,9 +17,8 @@ from ._anthropic_assembly import MessageAccumulator, message_as_events
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._read_ahead import read_ahead
-from ._streaming import AnswerLimit, EventDecoder, is_event_stream, read_json_object
+from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
-from .errors import StreamError
 from .openai_compatible import endpoint_url
 
 
@@ -104,14 +103,7 @@ class AnthropicStream:
         if self.acc.stopped:
             return []
         self.events.end()
-        err = StreamError(
-            "The provider's stream ended before the answer was complete (no message_stop). "
-            "The answer is incomplete; send the message again.",
-            status=200,
-            in_stream=True,
-        )
-        err.partial = self.acc.snapshot()
-        raise err
+        raise cut_short("no message_stop", self.acc.snapshot())
 
 
 class AnthropicAdapter:

@@ -18,9 +18,8 @@ from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
 from ._read_ahead import read_ahead
-from ._streaming import AnswerLimit, EventDecoder, is_event_stream, read_json_object
+from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
-from .errors import StreamError
 
 
 def endpoint_url(base_url: str, path: str) -> str:
@@ -101,14 +100,7 @@ class OpenAIStream:
     def end(self) -> list[ProviderDelta]:
         self.events.end()
         if not self.events.done and self.acc.finish_reason is None:
-            err = StreamError(
-                "The provider's stream ended before the answer was complete (no finish_reason, no [DONE]). "
-                "The answer is incomplete; send the message again.",
-                status=200,
-                in_stream=True,
-            )
-            err.partial = self.acc.snapshot()
-            raise err
+            raise cut_short("no finish_reason, no [DONE]", self.acc.snapshot())
         return [*self.acc.finish(), StreamDone(response=self.acc.snapshot())]
 
 
