@@ -61,7 +61,7 @@ async def test_what_arrived_together_is_one_delta(fake_llm: FakeLLMServer, provi
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_slow_stream_still_arrives_token_by_token(provider: str) -> None:
-    with FakeLLMServer(chunk_delay=0.03) as server:
+    with FakeLLMServer(chunk_delay=0.1) as server:
         reply = Reply.text("one two three four five six", chunks=6)
         server.push(reply)
         arrivals: list[tuple[float, str]] = []
@@ -70,7 +70,7 @@ async def test_a_slow_stream_still_arrives_token_by_token(provider: str) -> None
                 arrivals.append((time.monotonic(), delta.text))
     assert [text for _, text in arrivals] == reply.pieces() and len(arrivals) == 6
     gaps = [b - a for (a, _), (b, _) in zip(arrivals, arrivals[1:])]
-    assert min(gaps) > 0.01, f"each token was handed over when it came, not held back: {gaps}"
+    assert min(gaps) > 0.05, f"each token was handed over when it came, not held back: {gaps}"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
