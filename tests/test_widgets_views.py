@@ -251,3 +251,35 @@ async def test_reasoning_streams_into_a_collapsed_thinking_section() -> None:
     assert len(sections) == 1 and sections[0].selected_index is None and sections[0].get_title(0) == "💭 Thinking"
     assert body.reasoning[0].text == "Let me think <b>hard</b>." and body.text == "The answer."
     assert "<b>hard</b>" not in html_of(sections[0]) and "&lt;b&gt;hard&lt;/b&gt;" in html_of(sections[0])
+
+
+async def test_the_status_line_shows_a_fast_turns_steps_at_most_ten_times_a_second() -> None:
+    """Sending, a tool, sending again, responding: a turn that does them in a few milliseconds
+    sends the frontend its first and its last status, not one update per step."""
+    s = session([Step.call("frame", {"rows": 2}), Step.say("Two rows.")])
+    view = TurnView(s, "look", wait=True, display=lambda b: None)
+    values: list[str] = []
+    view.status.widget.observe(lambda change: values.append(change["new"]), "value")
+    await s.start_turn("look")
+    assert [v for v in values if "Sending" in v] == [values[0]]
+    assert "Done" in values[-1] and len(values) == 2, values
+
+
+async def test_the_status_line_still_follows_a_slow_turn() -> None:
+    s = session([Step.call("frame", {"rows": 2}), Step.say("word " * 30, chunk_size=5, delay=0.05)])
+    view = TurnView(s, "look", wait=True, display=lambda b: None)
+    values: list[str] = []
+    view.status.widget.observe(lambda change: values.append(change["new"]), "value")
+    await s.start_turn("look")
+    assert any("Responding" in v for v in values), values
+    assert "Done" in values[-1]
+
+
+async def test_a_turn_that_starts_at_once_never_says_it_waits() -> None:
+    s = session([Step.say("hello")])
+    view = TurnView(s, "hi")
+    values: list[str] = []
+    view.status.widget.observe(lambda change: values.append(change["new"]), "value")
+    view.track(s.start_turn("hi"))
+    await view.task
+    assert not any("previous turn" in v or "Queued" in v for v in values), values

@@ -16,6 +16,9 @@ from .markdown import escape
 from .shared import html
 
 TICK_S = 1.0
+MIN_RENDER_INTERVAL_S = 0.1
+"""What the agent does is re-shown at most ten times a second: the steps of a fast turn (sending,
+running a tool, sending again, responding) would otherwise each send an update nobody sees."""
 ENDINGS: dict[str, str] = {
     "complete": "✓ Done",
     "max_iterations": "■ Stopped at the tool-call limit",
@@ -44,12 +47,19 @@ class StatusLine:
         self._waiting = False
         self._ahead: int | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._pending: asyncio.TimerHandle | None = None
+        self._rendered_at = float("-inf")
         self._doing: tuple[str, str | None] | None = None
         self._unsubscribe = agent_store.subscribe(self._on_state)
 
     @property
     def active(self) -> bool:
         return self._started is not None and self._ended is None
+
+    @property
+    def queued(self) -> bool:
+        """Showing that the turn waits for others."""
+        return self._waiting and self._started is None
 
     @property
     def elapsed_s(self) -> float | None:
@@ -109,9 +119,29 @@ class StatusLine:
         doing = (state.status, state.active_tool)
         if self.active and doing != self._doing:
             self._doing = doing
+            self._render_soon()
+
+    def _render_soon(self) -> None:
+        """Render now, or once `MIN_RENDER_INTERVAL_S` has passed since the last render."""
+        if self._pending is not None:
+            return  # already due: it shows the state of its time
+        wait = self._rendered_at + MIN_RENDER_INTERVAL_S - time.monotonic()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            wait = 0.0
+        if wait <= 0:
+            self._render()
+        else:
+            self._pending = loop.call_later(wait, self._render_due)
+
+    def _render_due(self) -> None:
+        self._pending = None
+        if self.active:
             self._render()
 
     def _render(self) -> None:
+        self._rendered_at = time.monotonic()
         value = f'<span class="agentik-status">{escape(self.text())}</span>'
         if value != self.widget.value:
             self.widget.value = value
@@ -130,9 +160,10 @@ class StatusLine:
             self._schedule()
 
     def _cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for timer in (self._timer, self._pending):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._pending = None
 
 
 class ErrorBanner:

@@ -131,7 +131,7 @@ class TurnView:
     def _on_queue(self) -> None:
         ahead_of = getattr(self.session, "ahead_of", None)
         ahead = ahead_of(self.task) if ahead_of is not None and self.task is not None else None
-        if ahead is not None and not self.ended:
+        if ahead is not None and not self.ended and (ahead or self.status.queued):  # none ahead: it starts now
             self.status.waiting(ahead)
             self.stop_button.disabled = False
 
