@@ -23,11 +23,8 @@ def _pending(stream: Any) -> bool:
 @contextmanager
 def without_idle_flush() -> Iterator[None]:
     """Within this block, a display skips ipykernel's stream flush when nothing is waiting in them."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        yield
-        return
+    from IPython import get_ipython
+
     shell = get_ipython()
     publisher = getattr(shell, "display_pub", None)
     if publisher is None or not hasattr(publisher, "_flush_streams") or _pending(sys.stdout) or _pending(sys.stderr):
