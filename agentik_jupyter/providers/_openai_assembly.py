@@ -65,7 +65,7 @@ class ChatCompletionAccumulator:
         """Deltas for one chunk; a top-level `error` raises StreamError with the partial answer."""
         if not isinstance(chunk, dict):
             return []
-        text = _only_text(chunk)
+        text = only_text(chunk)
         if text is not None:
             self._saw_content = True
             return self._add_text(text)
@@ -112,6 +112,13 @@ class ChatCompletionAccumulator:
             if isinstance(value, str) and value:
                 return self._add_reasoning(value, name)
         return []
+
+    def add_text(self, text: str) -> bool:
+        """The text of a text-only chunk, kept without building a delta; False when it is empty."""
+        self._saw_content = True
+        if text:
+            self._text.append(text)
+        return bool(text)
 
     def _add_text(self, text: str) -> list[ProviderDelta]:
         if not text:
@@ -221,9 +228,11 @@ class ChatCompletionAccumulator:
         )
 
 
-def _only_text(chunk: dict[str, Any]) -> str | None:
+def only_text(chunk: Any) -> str | None:
     """The text of the usual chunk (one choice, a delta of `content` and maybe `role`, nothing
     else to assemble), found in a few lookups; None sends the chunk through the general path."""
+    if type(chunk) is not dict:
+        return None
     choices = chunk.get("choices")
     if type(choices) is not list or len(choices) != 1 or chunk.get("usage") or chunk.get("error"):
         return None

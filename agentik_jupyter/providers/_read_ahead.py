@@ -12,7 +12,7 @@ by token, and a fast one costs the turn one event per read instead of one per to
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Protocol, Union
 
 import httpx2
 
@@ -20,32 +20,52 @@ from ._http import error_from_transport
 from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
 
-def merge(batch: list[ProviderDelta]) -> list[ProviderDelta]:
-    """Neighbouring text, reasoning and same-call argument deltas joined; order kept."""
+Assembled = Union[ProviderDelta, str]
+"""What an assembly hands over: a delta, or a bare string of answer text (a `TextDelta` without
+the cost of building one per token)."""
+
+
+def _key(item: Assembled) -> Any:
+    """Items with equal keys (not None) join into one delta: text, reasoning, one call's arguments."""
+    kind = type(item)
+    if kind is str or kind is TextDelta:
+        return TextDelta
+    if kind is ReasoningDelta:
+        return ReasoningDelta
+    if kind is ToolCallArgsDelta:
+        return item.index  # type: ignore[union-attr]
+    return None
+
+
+def merge(batch: list[Assembled]) -> list[ProviderDelta]:
+    """Neighbouring text, reasoning and same-call argument deltas joined, bare strings made
+    text deltas; order kept."""
     out: list[ProviderDelta] = []
-    parts: list[str] = []
-    for delta in batch:
-        last = out[-1] if out else None
-        if (
-            last is not None
-            and type(delta) is type(last)
-            and (
-                type(delta) in (TextDelta, ReasoningDelta)
-                or (type(delta) is ToolCallArgsDelta and delta.index == last.index)  # type: ignore[attr-defined]
-            )
-        ):
-            parts.append(delta.text)  # type: ignore[union-attr]
+    run: list[Assembled] = []
+    key: Any = None
+    for item in batch:
+        item_key = _key(item)
+        if item_key is not None and item_key == key and type(item_key) is type(key):
+            run.append(item)
             continue
-        _join(out, parts)
-        out.append(delta)
-        parts = [delta.text] if type(delta) in (TextDelta, ReasoningDelta, ToolCallArgsDelta) else []  # type: ignore[union-attr]
-    _join(out, parts)
+        _close(out, run)
+        run, key = [item], item_key
+    _close(out, run)
     return out
 
 
-def _join(out: list[ProviderDelta], parts: list[str]) -> None:
-    if len(parts) > 1:
-        out[-1] = out[-1].model_copy(update={"text": "".join(parts)})
+def _close(out: list[ProviderDelta], run: list[Assembled]) -> None:
+    if not run:
+        return
+    first = run[0]
+    if len(run) == 1:
+        out.append(TextDelta(text=first) if type(first) is str else first)  # type: ignore[arg-type]
+        return
+    text = "".join(item if type(item) is str else item.text for item in run)  # type: ignore[union-attr]
+    if type(first) is str:
+        out.append(TextDelta(text=text))
+    else:
+        out.append(first.model_copy(update={"text": text}))  # type: ignore[union-attr]
 
 
 class StreamAssembly(Protocol):
@@ -54,9 +74,9 @@ class StreamAssembly(Protocol):
     done: bool
     """Set when the stream said it is over (the body's end is then not waited for)."""
 
-    def feed(self, chunk: bytes, out: list[ProviderDelta]) -> None:
-        """Add to `out` the deltas these bytes complete; a typed error (with the partial answer)
-        is raised after the deltas before it were added."""
+    def feed(self, chunk: bytes, out: list[Assembled]) -> None:
+        """Add to `out` the deltas (or bare text) these bytes complete; a typed error (with the
+        partial answer) is raised after the deltas before it were added."""
         ...
 
     def end(self) -> list[ProviderDelta]:
@@ -71,7 +91,7 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
     error is raised after the deltas that came before it; closing or cancelling the consumer
     (Stop) cancels the task, and the response is closed by whoever opened it.
     """
-    pending: list[ProviderDelta] = []
+    pending: list[Assembled] = []
     arrived = asyncio.Event()
     failure: list[BaseException] = []
     finished = False
@@ -100,7 +120,7 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
             await arrived.wait()
             arrived.clear()
             batch, pending[:] = pending[:], []
-            for delta in merge(batch) if len(batch) > 1 else batch:
+            for delta in merge(batch):
                 yield delta
             if finished and not pending:
                 break

@@ -29,10 +29,17 @@ class AnswerLimit:
         self.chars = 0
 
     def count(self, deltas: list[Any]) -> list[Any]:
+        chars = 0
         for delta in deltas:
             text = getattr(delta, "text", None)
             if isinstance(text, str):
-                self.chars += len(text)
+                chars += len(text)
+        self.add(chars)
+        return deltas
+
+    def add(self, chars: int) -> None:
+        """Count `chars` more characters of the answer; past the limit, stop it."""
+        self.chars += chars
         if self.chars > self.limit:
             err = StreamError(
                 f"The answer passed {self.limit:,} characters, more than any model writes in one answer; "
@@ -42,7 +49,6 @@ class AnswerLimit:
             )
             err.partial = self.partial()
             raise err
-        return deltas
 
 
 def cut_short(missing: str, partial: Any) -> StreamError:
@@ -93,21 +99,28 @@ class EventDecoder:
 
     def feed(self, chunk: bytes) -> Iterator[tuple[str, Any]]:
         """The events these bytes complete, one at a time: the caller takes each before a bad one raises."""
+        for name, data in self.data(chunk):
+            yield name, self.parse(data)
+
+    def data(self, chunk: bytes) -> Iterator[tuple[str, str]]:
+        """The events these bytes complete as (name, data) strings, for `parse` or a faster reading."""
         for name, raw in self._sse.feed(self._utf8.decode(chunk)):
             data = raw.strip()
             if self.done_marker is not None and data == self.done_marker:
                 self.done = True
                 return
-            if not data:
-                continue
-            self.seen = True
-            try:
-                payload = json.loads(data)
-            except ValueError:
-                err = malformed("a stream event", raw, in_stream=True)
-                err.partial = self.partial()
-                raise err from None
-            yield name, payload
+            if data:
+                self.seen = True
+                yield name, data
+
+    def parse(self, data: str) -> Any:
+        """One event's JSON; an event that is not JSON raises with the answer so far attached."""
+        try:
+            return json.loads(data)
+        except ValueError:
+            err = malformed("a stream event", data, in_stream=True)
+            err.partial = self.partial()
+            raise err from None
 
     def end(self) -> None:
         """The body ended (an event without its blank line is dropped, as the standard says)."""

@@ -16,9 +16,10 @@ from ..types import ChatMessage, ImagePart, ToolSchema
 from . import _constants as C
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
-from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
-from ._read_ahead import read_ahead
+from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk, only_text
+from ._read_ahead import Assembled, read_ahead
 from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
+from ._text_template import TextTemplate
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 
 
@@ -80,22 +81,36 @@ def images_message(images: list[ImagePart]) -> dict[str, Any]:
 
 
 class OpenAIStream:
-    """A streamed chat completion: chunks fed as their bytes come, until `[DONE]` or the body's end."""
+    """A streamed chat completion: chunks fed as their bytes come, until `[DONE]` or the body's end.
+
+    A chunk that differs from an earlier text-only chunk only in its text skips the JSON parse
+    (`TextTemplate`) and is handed on as a bare string (`Assembled`).
+    """
 
     def __init__(self) -> None:
         self.acc = ChatCompletionAccumulator()
         self.limit = AnswerLimit(self.acc.snapshot)
         self.events = EventDecoder(api="OpenAI-compatible API", partial=self.acc.snapshot, done="[DONE]")
+        self.template = TextTemplate(only_text)
 
     @property
     def done(self) -> bool:
         return self.events.done
 
-    def feed(self, chunk: bytes, out: list[ProviderDelta]) -> None:
-        for name, payload in self.events.feed(chunk):
+    def feed(self, chunk: bytes, out: list[Assembled]) -> None:
+        for name, data in self.events.data(chunk):
+            text = self.template.match(data) if name == "message" else None
+            if text is not None:
+                if self.acc.add_text(text):
+                    self.limit.add(len(text))
+                    out.append(text)
+                continue
+            payload = self.events.parse(data)
             if name == "error" and not (isinstance(payload, dict) and payload.get("error")):
                 payload = {"error": payload}
             out += self.limit.count(self.acc.feed(payload))
+            if name == "message":
+                self.template.learn(data, payload)
 
     def end(self) -> list[ProviderDelta]:
         self.events.end()

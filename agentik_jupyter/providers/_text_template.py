@@ -1,0 +1,70 @@
+"""Recognise a streamed event that differs from an earlier text-only event only in its text.
+
+A provider streams an answer as a thousand events that are byte for byte the same but for
+one JSON string (`{"id":"…","choices":[{"index":0,"delta":{"content":"…"}}]}`). Parsing
+each with `json.loads` and walking the dict was most of what a turn spent decoding, so
+once one such event has been parsed, the bytes around its text become a template: a later
+event that starts and ends with the same bytes has the same structure, and its text is the
+middle, taken as it is when it holds no quote, backslash or control character, or else
+decoded as one JSON string. Anything else (another field, another shape, an error, a
+malformed middle) goes through the full parse, so the result is always what `json.loads`
+gives.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+PROBE = "agentik-probe"
+"""Put in place of the text when learning, to prove the bytes found are the text's."""
+MAX_LEARNS = 8
+"""How often a stream may learn a new template (its first event with `role`, then the rest)."""
+
+
+class TextTemplate:
+    """The bytes around the text of one text-only event, learned from a parsed one."""
+
+    def __init__(self, text_of: Callable[[Any], str | None]) -> None:
+        self._text_of = text_of
+        self._prefix: str | None = None
+        self._suffix = ""
+        self._learns = 0
+
+    def match(self, data: str) -> str | None:
+        """The text of `data` when it fits the template; None sends it to the full parse."""
+        prefix, suffix = self._prefix, self._suffix
+        if prefix is None or not data.startswith(prefix) or not data.endswith(suffix):
+            return None
+        end = len(data) - len(suffix)
+        if end < len(prefix):
+            return None
+        middle = data[len(prefix):end]
+        if '"' not in middle and "\\" not in middle and middle.isprintable():
+            return middle
+        try:
+            return json.loads('"' + middle + '"')  # one string literal, or it raises
+        except ValueError:
+            return None
+
+    def learn(self, data: str, payload: Any) -> None:
+        """Take `data` (parsed as `payload`) as the template if it is a text-only event whose
+        text can be found in it unambiguously."""
+        if self._learns >= MAX_LEARNS:
+            return
+        text = self._text_of(payload)
+        if not text or PROBE in data:
+            return
+        self._learns += 1
+        for literal in {json.dumps(text), json.dumps(text, ensure_ascii=False)}:
+            start = data.find(literal)
+            if start < 0 or data.find(literal, start + 1) >= 0:
+                continue
+            prefix, suffix = data[: start + 1], data[start + len(literal) - 1 :]
+            try:
+                probe = self._text_of(json.loads(prefix + PROBE + suffix))
+            except ValueError:
+                continue
+            if probe == PROBE:
+                self._prefix, self._suffix = prefix, suffix
+                return
