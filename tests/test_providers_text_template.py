@@ -183,7 +183,46 @@ def test_recorded_streams_assemble_as_without_the_template(path: Path, monkeypat
 
     fast = run()
     monkeypatch.setattr(TextTemplate, "match", lambda self, data: None)
+    monkeypatch.setattr(TextTemplate, "frame", lambda self, chunk: None)
     assert fast == run()
+
+
+def test_a_frame_that_fits_reads_as_the_full_parse_whatever_its_bytes() -> None:
+    """Fuzz on whole `data: …` frames: bytes that are not UTF-8, newlines, CRs, quotes and
+    backslashes between the template's ends give the full parse's text or None."""
+    rng = random.Random(9)
+    template = learned(chunk("seed"))
+    prefix, suffix = chunk("seed").split('"seed"')
+    pieces = [b'"', b"\\", b"a", b"n", b"\n", b"\r", b"\x01", b"\xc3", b"\xa9", b"\xff", b"}", b" ", b"u00e9"]
+    read = 0
+    for _ in range(20_000):
+        middle = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        data = prefix.encode() + b'"' + middle + b'"' + suffix.encode()
+        got = template.frame(b"data: " + data + b"\n\n")
+        if got is None:
+            continue
+        read += 1
+        assert b"\n" not in middle and b"\r" not in middle
+        assert got == only_text(json.loads(data.decode())), middle
+    assert read > 1_000  # the usual frames were read from their bytes
+
+
+def test_a_template_with_a_newline_reads_no_frames() -> None:
+    data = '{"choices": [{"index": 0,\n "delta": {"content": "hi"}}]}'
+    template = learned(data)
+    assert template.match(data.replace('"hi"', '"yo"')) == "yo"
+    assert template.frame(f"data: {data.replace('hi', 'yo')}\n\n".encode()) is None
+
+
+def test_the_stream_cut_anywhere_gives_the_same_answer() -> None:
+    """Chunks that are not whole events (a frame cut in two, two frames in one) go through the
+    decoders, and the answer is the same."""
+    texts = ["Hel", "lo ", "wé", "rld", " \"q\" ", "\\n", "end"]
+    body = b"".join(stream_frames(texts))
+    whole = assembled([body])[1]
+    for at in range(1, len(body), 7):
+        out, response = assembled([body[:at], body[at:]])
+        assert response == whole and response.content == "".join(texts), at
 
 
 def test_the_accumulator_keeps_the_text_it_was_handed() -> None:

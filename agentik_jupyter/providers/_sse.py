@@ -45,6 +45,11 @@ class SSEDecoder:
             return [("message", value[1:] if value.startswith(" ") else value)]
         return self._general(text)
 
+    @property
+    def idle(self) -> bool:
+        """Between events: nothing of a line, an event or a CRLF waits for more text."""
+        return self._started and not (self._line or self._data or self._event or self._cr)
+
     def close(self) -> None:
         """The stream ended: an event without its blank line is dropped, as the standard says."""
         self._line, self._data, self._event = [], [], ""

@@ -113,6 +113,12 @@ class EventDecoder:
                 self.seen = True
                 yield name, data
 
+    @property
+    def idle(self) -> bool:
+        """Between events, with no partial character or line waiting: a chunk that is one whole
+        `data: …` event may then be read without the decoders (`TextTemplate.frame`)."""
+        return self._sse.idle and not self._utf8.getstate()[0]
+
     def parse(self, data: str) -> Any:
         """One event's JSON; an event that is not JSON raises with the answer so far attached."""
         try:

@@ -8,13 +8,16 @@ event that starts and ends with the same bytes has the same structure, and its t
 middle, taken as it is when it holds no quote, backslash or control character, or else
 decoded as one JSON string. Anything else (another field, another shape, an error, a
 malformed middle) goes through the full parse, so the result is always what `json.loads`
-gives.
+gives. The usual chunk, one whole `data: …` event, is matched on its bytes before any
+decoding (`frame`).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any, Callable
+
+from . import _constants as C
 
 PROBE = "agentik-probe"
 """Put in place of the text when learning, to prove the bytes found are the text's."""
@@ -25,11 +28,34 @@ MAX_LEARNS = 8
 class TextTemplate:
     """The bytes around the text of one text-only event, learned from a parsed one."""
 
-    def __init__(self, text_of: Callable[[Any], str | None]) -> None:
+    def __init__(self, text_of: Callable[[Any], str | None], max_frame_bytes: int = C.MAX_SSE_EVENT_CHARS) -> None:
         self._text_of = text_of
         self._prefix: str | None = None
         self._suffix = ""
+        self._frame: tuple[bytes, bytes] | None = None
+        self._max_frame_bytes = max_frame_bytes
         self._learns = 0
+
+    def frame(self, chunk: bytes) -> str | None:
+        """The text of a chunk that is the whole server-sent event `data: <template>\n\n` (the
+        usual chunk), read from its bytes; None when the decoders must see it. Only for a
+        decoder between events (`EventDecoder.idle`)."""
+        if self._frame is None:
+            return None
+        head, tail = self._frame
+        if not (chunk.startswith(head) and chunk.endswith(tail)) or len(chunk) > self._max_frame_bytes:
+            return None
+        end = len(chunk) - len(tail)
+        if end < len(head):
+            return None
+        middle = chunk[len(head):end]
+        if b'"' in middle or b"\\" in middle:
+            return None
+        try:
+            text = middle.decode()
+        except UnicodeDecodeError:
+            return None
+        return text if text.isprintable() else None
 
     def match(self, data: str) -> str | None:
         """The text of `data` when it fits the template; None sends it to the full parse."""
@@ -67,4 +93,6 @@ class TextTemplate:
                 continue
             if probe == PROBE:
                 self._prefix, self._suffix = prefix, suffix
+                lines = "\n" in prefix + suffix or "\r" in prefix + suffix  # not one `data:` line
+                self._frame = None if lines else (b"data: " + prefix.encode(), suffix.encode() + b"\n\n")
                 return

@@ -98,19 +98,30 @@ class OpenAIStream:
         return self.events.done
 
     def feed(self, chunk: bytes, out: list[Assembled]) -> None:
+        text = self.template.frame(chunk) if self.events.idle else None
+        if text is not None:
+            self.events.seen = True
+            self._text(text, out)
+            return
         for name, data in self.events.data(chunk):
             text = self.template.match(data) if name == "message" else None
-            if text is not None:
-                if self.acc.add_text(text):
-                    self.limit.add(len(text))
-                    out.append(text)
-                continue
-            payload = self.events.parse(data)
-            if name == "error" and not (isinstance(payload, dict) and payload.get("error")):
-                payload = {"error": payload}
-            out += self.limit.count(self.acc.feed(payload))
-            if name == "message":
-                self.template.learn(data, payload)
+            if text is None:
+                self._event(name, data, out)
+            else:
+                self._text(text, out)
+
+    def _text(self, text: str, out: list[Assembled]) -> None:
+        if self.acc.add_text(text):
+            self.limit.add(len(text))
+            out.append(text)
+
+    def _event(self, name: str, data: str, out: list[Assembled]) -> None:
+        payload = self.events.parse(data)
+        if name == "error" and not (isinstance(payload, dict) and payload.get("error")):
+            payload = {"error": payload}
+        out += self.limit.count(self.acc.feed(payload))
+        if name == "message":
+            self.template.learn(data, payload)
 
     def end(self) -> list[ProviderDelta]:
         self.events.end()
