@@ -382,8 +382,7 @@ class Session:
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
         self.last_outcome = outcome
         turn = [user_msg, *outcome.messages]
-        try:
-            await self._audit.drain()
+        try:  # the records written through are queued before these writes (one trip to the file)
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
             elif self.db is None or self.conversation_id is None or self._turn_id is None:
@@ -395,6 +394,7 @@ class Session:
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:
                 await self.db.commit_turn(self.conversation_id, self._turn_id, turn)
+            await self._audit.drain()
         except SessionDBError as exc:
             log.error("could not record the turn: %s", exc)
             self.chat_store.set_error(f"The answer was shown but could not be saved: {exc}")

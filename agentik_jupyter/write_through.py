@@ -1,8 +1,8 @@
 """A running turn's records go to the audit log as they happen, not when the turn ends.
 
 A kernel that dies mid-turn leaves what was said and done so far in the sessions file;
-writes run off the loop (AsyncSessionDB) and the turn waits for them (``drain``) before it
-is closed, so its records keep their order.
+writes run off the loop (AsyncSessionDB), queued as they happen, so they keep their order
+with the turn's other writes (its commit included); the turn waits for them (``drain``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class WriteThrough:
         db, conversation_id, turn_id = self._target()
         if db is None or conversation_id is None or turn_id is None:
             return
-        future = asyncio.ensure_future(db.append(conversation_id, turn_id, record))
+        future = db.append_soon(conversation_id, turn_id, record)  # in order with the turn's other writes
         self._pending.add(future)
         future.add_done_callback(self._written)
 

@@ -166,6 +166,65 @@ async def test_aclose_waits_for_pending_writes(tmp_path: Path) -> None:
     await reopened.aclose()
 
 
+class TripCounter:
+    """Counts the facade's trips to its worker thread (asyncio.to_thread, still called)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from agentik_jupyter.persistence import async_session
+
+        self.trips = 0
+        real = asyncio.to_thread
+
+        async def counted(fn, *args):  # type: ignore[no-untyped-def]
+            self.trips += 1
+            return await real(fn, *args)
+
+        monkeypatch.setattr(async_session.asyncio, "to_thread", counted)
+
+
+async def test_calls_made_while_the_worker_is_busy_go_together_in_order(
+    adb: AsyncSessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call waits in a queue while the worker runs; the queued ones share the next trip."""
+    import threading
+
+    counter = TripCounter(monkeypatch)
+    release, ran = threading.Event(), []
+
+    def slow() -> str:
+        release.wait(5)
+        ran.append("slow")
+        return "slow"
+
+    def fails() -> None:
+        ran.append("fails")
+        raise ValueError("this one")
+
+    first = adb.submit(slow)
+    await asyncio.sleep(0.05)  # the worker runs `slow` now
+    later = [adb.submit(ran.append, "b"), adb.submit(fails), adb.submit(lambda: ran.append("d") or "d")]
+    release.set()
+    assert await first == "slow"
+    results = await asyncio.gather(*later, return_exceptions=True)
+    assert ran == ["slow", "b", "fails", "d"]
+    assert results[0] is None and isinstance(results[1], ValueError) and results[2] == "d"
+    assert counter.trips == 2
+
+
+async def test_a_records_write_and_the_commit_after_it_take_one_trip(
+    adb: AsyncSessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conv = await adb.create_conversation()
+    user = ChatMessage(role="user", content="q")
+    turn = await adb.begin_turn(conv.id, UserMessage(id=user.id, content="q"))
+    counter = TripCounter(monkeypatch)
+    answer = AssistantMessage(content="a")
+    written = adb.append_soon(conv.id, turn, answer)  # as the write-through does
+    await adb.commit_turn(conv.id, turn, [user, ChatMessage(id=answer.id, role="assistant", content="a")])
+    assert written.done() and counter.trips == 1
+    assert [e.record.kind for e in (await adb.audit_log(conv.id)).entries] == ["user", "assistant"]
+
+
 def test_facade_mirrors_every_store_method() -> None:
     from agentik_jupyter.persistence import SessionDB
 

@@ -7,6 +7,8 @@ Calls are shielded: if the awaiting task is cancelled (the user pressed Stop), t
 that was started still completes; the caller sees CancelledError, the row lands. Calls
 also run one after another in the order they were made, so a turn's records keep their
 order even when a cancelled write is still finishing while the interrupt is recorded.
+Calls made while the worker is busy wait in a queue and go to the thread together, in
+order, on its next trip: a turn's last record and its commit cost one trip, not two.
 """
 
 from __future__ import annotations
@@ -26,10 +28,57 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def _report_orphan(task: asyncio.Task[Any]) -> None:
+def _report_orphan(future: asyncio.Future[Any]) -> None:
     """Nobody awaits a write whose caller was cancelled; make its failure visible in the log."""
-    if not task.cancelled() and task.exception() is not None:
-        log.error("session write failed after its turn was cancelled", exc_info=task.exception())
+    if not future.cancelled() and future.exception() is not None:
+        log.error("session write failed after its turn was cancelled", exc_info=future.exception())
+
+
+Call = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
+
+
+def _run_all(calls: list[Call]) -> list[tuple[bool, Any]]:
+    """Run the queued calls in order in the worker thread; each one's result or error."""
+    out: list[tuple[bool, Any]] = []
+    for fn, args, _ in calls:
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as exc:  # handed to its caller, the next calls still run
+            out.append((False, exc))
+    return out
+
+
+class _Lane:
+    """The calls of one event loop, run in order by one task, a thread trip per batch."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: list[Call] = []
+        self.runner: asyncio.Task[None] | None = None
+
+    def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = self.loop.create_future()
+        self.queue.append((fn, args, future))
+        if self.runner is None or self.runner.done():
+            self.runner = self.loop.create_task(self._run())
+        return future
+
+    async def _run(self) -> None:
+        while self.queue:
+            batch, self.queue = self.queue, []
+            try:
+                results = await asyncio.to_thread(_run_all, batch)
+            except asyncio.CancelledError:  # the loop is going away
+                for _, _, future in (*batch, *self.queue):
+                    future.cancel()
+                raise
+            for (_, _, future), (ok, value) in zip(batch, results):
+                if future.done():
+                    continue
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
 
 
 class AsyncSessionDB:
@@ -37,7 +86,7 @@ class AsyncSessionDB:
 
     def __init__(self, db: SessionDB) -> None:
         self.db = db
-        self._tail: asyncio.Task[Any] | None = None
+        self._lane: _Lane | None = None
 
     @classmethod
     async def open(cls, path: Path | str, **options: Any) -> AsyncSessionDB:
@@ -48,27 +97,27 @@ class AsyncSessionDB:
     def path(self) -> Path:
         return self.db.path
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        previous = self._tail
-        task = asyncio.ensure_future(self._after(previous, fn, args))
-        self._tail = task
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.add_done_callback(_report_orphan)
-            raise
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Queue `fn(*args)` for the worker now (it runs after every call made before it)."""
+        loop = asyncio.get_running_loop()
+        if self._lane is None or self._lane.loop is not loop:  # calls of another loop are not waited for
+            self._lane = _Lane(loop)
+        return self._lane.submit(fn, args)
 
-    @staticmethod
-    async def _after(previous: asyncio.Task[Any] | None, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        if previous is not None and not previous.done() and previous.get_loop() is asyncio.get_running_loop():
-            await asyncio.wait([previous])
-        return await asyncio.to_thread(fn, *args)
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        future = self.submit(fn, *args)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_report_orphan)
+            raise
 
     async def drain(self) -> None:
         """Wait until every call made so far has finished (errors are not raised here)."""
-        tail = self._tail
-        if tail is not None and not tail.done():
-            await asyncio.wait([tail])
+        lane = self._lane
+        while lane is not None and lane.loop is asyncio.get_running_loop() and lane.runner is not None \
+                and not lane.runner.done():
+            await asyncio.wait([lane.runner])
 
     async def aclose(self) -> None:
         """Let pending writes land, then close the file."""
@@ -116,6 +165,10 @@ class AsyncSessionDB:
 
     async def append(self, conversation_id: str, turn_id: str, record: PersistedMessage) -> AuditRef:
         return await self._call(self.db.append, conversation_id, turn_id, record)
+
+    def append_soon(self, conversation_id: str, turn_id: str, record: PersistedMessage) -> asyncio.Future[AuditRef]:
+        """`append`, queued now (before any call made after it) and awaited later, if at all."""
+        return self.submit(self.db.append, conversation_id, turn_id, record)
 
     async def commit_turn(self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]) -> None:
         return await self._call(self.db.commit_turn, conversation_id, turn_id, list(working))
