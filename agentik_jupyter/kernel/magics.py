@@ -50,10 +50,12 @@ def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyn
     text = scrub(text.rstrip())  # the view shows what the session sends
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
-    handle: Any = None
-    replace = None if opts.wait else (lambda bundle: _update(handle, bundle))
-    view = TurnView(session, text, wait=True, display=replace)
-    handle = _display(view)
+    if opts.wait:  # the cell runs until the end: the view shows itself once its answer is requested
+        view = TurnView(session, text, wait=True, show=_display)
+    else:  # the cell returns now: the view must be in its output before it does
+        handle: Any = None
+        view = TurnView(session, text, wait=True, display=lambda bundle: _update(handle, bundle))
+        handle = _display(view)
     anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
 
     def on_start() -> None:

@@ -73,8 +73,10 @@ class StatusLine:
         self._waiting, self._ahead = True, ahead
         self._render()
 
-    def begin(self) -> None:
-        self._started, self._ended, self._reason, self._usage, self._waiting = self.clock(), None, None, None, False
+    def begin(self, at: float | None = None) -> None:
+        """The turn started (`at`, on this line's clock, when it started before the line existed)."""
+        started = self.clock() if at is None else at
+        self._started, self._ended, self._reason, self._usage, self._waiting = started, None, None, None, False
         self._render()
         self._schedule()
 

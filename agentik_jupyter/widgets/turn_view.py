@@ -31,6 +31,10 @@ from .transcript import TRANSCRIPT_MIME, transcript_bundle
 __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
 
 VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
+BUILD_DELAY_S = 0.001
+"""A view shown by `show` builds its widgets this long after its answer was requested (or at
+once when something needs them first): the request is then on its way and the kernel has
+nothing to do until the model's first byte, so the widgets cost the turn no time."""
 Displayer = Callable[[dict[str, Any]], None]
 
 
@@ -55,6 +59,10 @@ class TurnView:
     running it waits for `attach()` (the turn's `on_start`), or else for a user message
     equal to `question`. The turn's messages are those after its own user message, found
     by id when the answer starts.
+
+    With `show`, the view displays itself through it, and a view of a turn that starts at
+    once is built only once its answer has been requested (`BUILD_DELAY_S`); a `wait` view
+    then renders its transcript while the session writes the turn to its file.
     """
 
     def __init__(
@@ -64,21 +72,17 @@ class TurnView:
         *,
         wait: bool = False,
         display: Displayer | None = None,
+        show: Callable[[TurnView], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.session = session
         self.question = question
         self.wait = wait
+        self.clock = clock
         self._display = display or _display_bundle
-        self.status = StatusLine(session.agent_store, clock=clock)
-        waiting = bool(session.busy or getattr(session, "queued", 0))
-        self.stop_button = button("Stop", icon="stop", disabled=waiting, tooltip="Stop this turn")
-        self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
-        self.header = html(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
-                           f"{escape(question)}</span></div>")
-        self.footer = box(HBox, (self.status.widget, self.stop_button))
-        self.widget = box(VBox, (self.header, self.footer), "turn")
-        self.body = TurnBody(clock=clock, frame=(self.widget, (self.header,), (self.footer,)))
+        self._show = show
+        self._built = False
+        self._started_at: float | None = None
         self.output: Output | None = None
         self.armed = False
         self.started = False
@@ -90,13 +94,43 @@ class TurnView:
         self._baseline: set[str] = {m.id for m in session.chat_store.messages}
         self._user_id: str | None = None
         self.task: asyncio.Future[Any] | None = None
+        self._ending: tuple[list[ChatMessage], str | None, float | None] | None = None
+        waiting = bool(session.busy or getattr(session, "queued", 0))
+        if show is None or waiting:
+            self.build()
         self._unsubscribe = [session.on_event(self._on_event), session.chat_store.subscribe(self._on_chat)]
         if waiting:
             self.status.waiting()
         else:
             self.attach()
 
+    def build(self) -> None:
+        """Create the widgets (once) and show them; a started turn's line counts from its start."""
+        if self._built:
+            return
+        self._built = True
+        self.status = StatusLine(self.session.agent_store, clock=self.clock)
+        self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn")
+        self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
+        self.header = html(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
+                           f"{escape(self.question)}</span></div>")
+        self.footer = box(HBox, (self.status.widget, self.stop_button))
+        self.widget = box(VBox, (self.header, self.footer), "turn")
+        self.body = TurnBody(clock=self.clock, frame=(self.widget, (self.header,), (self.footer,)))
+        if self.started:
+            self.status.begin(self._started_at)
+            self.body.handle(StartResponse())
+        if self._show is not None:
+            self._show(self)
+
+    def _build_soon(self) -> None:
+        try:
+            asyncio.get_running_loop().call_later(BUILD_DELAY_S, self.build)
+        except RuntimeError:
+            self.build()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self.build()
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = VIEW_TEXT
         return bundle
@@ -108,7 +142,8 @@ class TurnView:
         if not self.armed and not self.ended:
             self.armed = True
             self._baseline = {m.id for m in self.session.chat_store.messages}
-            self.stop_button.disabled = False
+            if self._built:
+                self.stop_button.disabled = False
 
     def track(self, task: asyncio.Future[Any]) -> None:
         """Follow this turn's task: its place in the queue, and its end without an End event."""
@@ -131,13 +166,15 @@ class TurnView:
     def _on_queue(self) -> None:
         ahead_of = getattr(self.session, "ahead_of", None)
         ahead = ahead_of(self.task) if ahead_of is not None and self.task is not None else None
-        if ahead is not None and not self.ended and (ahead or self.status.queued):  # none ahead: it starts now
+        if ahead is not None and not self.ended and (ahead or (self._built and self.status.queued)):
+            self.build()  # (none ahead: it starts now)
             self.status.waiting(ahead)
             self.stop_button.disabled = False
 
     def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
         """Show an approval card in this turn (the session's approval_presenter)."""
         card = ApprovalCard(request)
+        self.build()
         self.body.add(card.widget)
         return card
 
@@ -164,7 +201,12 @@ class TurnView:
             # `prepare` loaded earlier turns before it): its messages are the ones after it.
             users = [m.id for m in self.session.chat_store.messages if m.role == "user"]
             self._user_id = users[-1] if users else None
+            if not self._built:  # built while the request is on its way
+                self._started_at = self.clock()
+                self._build_soon()
+                return
             self.status.begin()
+        self.build()
         self.body.handle(event)
         if isinstance(event, End):
             self._conclude(event.reason, event.usage)
@@ -172,6 +214,7 @@ class TurnView:
     def _task_done(self, task: asyncio.Future[Any]) -> None:
         if self.ended:
             return
+        self.build()
         if task.cancelled():
             self._conclude("interrupted", None)
             return
@@ -187,6 +230,7 @@ class TurnView:
     # ---- the end ----
 
     def _conclude(self, reason: EndReason, usage: Usage | None) -> None:
+        self.build()
         self.ended = True
         self.reason, self.usage = reason, usage
         for unsubscribe in self._unsubscribe:
@@ -194,11 +238,18 @@ class TurnView:
         self.body.finish(exact=False)  # the transcript shows the exact text; no re-render here
         self.status.end(reason, usage)
         self.status.close()
+        self._ending = (self._turn_messages(), self.body.errors[-1] if self.body.errors else None,
+                        self.status.elapsed_s if self.started else None)
         if not self.wait:  # (a waiting view is closed by `finish()` right after)
             self.stop_button.disabled = True
-        self.bundle = self._make_bundle()
-        if not self.wait:
-            self._show_in_output(self.bundle)
+            self._show_in_output(self._make_bundle())
+        elif self._show is not None:
+            try:  # rendered while the session writes the turn to its file; `finish()` takes it
+                asyncio.get_running_loop().call_soon(self._make_bundle)
+            except RuntimeError:
+                self._make_bundle()
+        else:
+            self._make_bundle()
 
     def _turn_messages(self) -> list[ChatMessage]:
         if not self.started:
@@ -209,12 +260,14 @@ class TurnView:
         return [m for m in messages[start:] if m.role != "user"]
 
     def _make_bundle(self) -> dict[str, Any]:
-        elapsed = self.status.elapsed_s if self.started else None
-        return transcript_bundle(
-            self._turn_messages(), question=self.question, status=self.reason, usage=self.usage,
-            error=self.body.errors[-1] if self.body.errors else None,
-            elapsed_s=elapsed,
-        )
+        """The transcript of the turn as it ended (once)."""
+        if self.bundle is None:
+            assert self._ending is not None
+            messages, error, elapsed = self._ending
+            self.bundle = transcript_bundle(
+                messages, question=self.question, status=self.reason, usage=self.usage, error=error, elapsed_s=elapsed,
+            )
+        return self.bundle
 
     def _show_in_output(self, bundle: dict[str, Any]) -> None:
         live = list(self.widget.children)
@@ -230,10 +283,10 @@ class TurnView:
         if not self.ended:
             self.wait = True
             self._conclude(self.reason or "interrupted", None)
-        assert self.bundle is not None
+        bundle = self._make_bundle()
         if not self._displayed:
             self._displayed = True
-            self._display(self.bundle)
+            self._display(bundle)
             self.widget.layout = layout("hidden")
             retire(self.widget)
-        return self.bundle
+        return bundle
