@@ -121,3 +121,31 @@ def test_interrupt_of_a_wait_cell_stops_its_turn(server: FakeLLMServer, tmp_path
         assert_interrupted(kernel, server, db_path, requests=1)
     finally:
         kernel.close()
+
+
+def test_a_wait_cell_shows_its_view_while_the_model_thinks_and_interrupt_stops_it(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """The `--wait` view is built once the request has left (not before the turn begins): with a
+    model slow to answer it is on screen, Stop button and all, while the model thinks; an
+    Interrupt then leaves one transcript that says Stopped, and no second model call."""
+    kernel, db_path = start(server, tmp_path)
+    try:
+        server.push(Reply.fault("slow_first_byte", delay=5))
+        msg_id = kernel.submit("%%agent --wait\nThink hard.")
+        wait_for(lambda: len(server.requests) >= 1, 10, "the model call")
+        time.sleep(0.5)
+        kernel.drain(0.2)
+        mine = [m for m in kernel.iopub if m["parent_header"].get("msg_id") == msg_id]
+        views = [m for m in mine if m["msg_type"] == "display_data"
+                 and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
+        stops = [m for m in kernel.comm_opens("ButtonModel") if m["content"]["data"]["state"].get("description") == "Stop"
+                 and m["parent_header"].get("msg_id") == msg_id]
+        assert len(views) == 1 and len(stops) == 1, [m["msg_type"] for m in mine]
+        kernel.km.interrupt_kernel()
+        cell = kernel.collect(msg_id, timeout=10)
+        assert "[■ Stopped]" in transcript(cell.outputs)["text/plain"]
+        assert sum(1 for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})) <= 1
+        assert_interrupted(kernel, server, db_path, requests=1)
+    finally:
+        kernel.close()
