@@ -32,7 +32,19 @@ print(__out.getvalue())
 """
 
 
-PHASES_CELL = """\
+TIMED = """\
+import time
+async def __timed(fn, n, digits):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        times.append(time.perf_counter() - t)
+    return round(sorted(times)[n // 2] * 1000, digits)
+"""
+"""The median milliseconds of `n` awaits of `fn`, for the cells below."""
+
+PHASES_CELL = TIMED + """\
 import time, json
 from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.chat import build_system_prompt
@@ -58,20 +70,10 @@ def __deltas():
     b.handle(StartResponse())
     for i in range(0, len(__answer), 4):
         b.handle(AppendText(text=__answer[i:i + 4]))
-    try:
-        b.finish(exact=False)
-    except TypeError:  # before the parts could skip their final render
-        b.finish()
+    b.finish(exact=False)
 __msgs = [ChatMessage(role="assistant", content=__answer)]
-async def __timed(fn, n=5):
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - t)
-    return round(sorted(times)[n // 2] * 1000, 2)
-__raw_ms = await __timed(lambda: __raw_read(1))
-__sse_ms = await __timed(lambda: __raw_read(1, decode=True))
+__raw_ms = await __timed(lambda: __raw_read(1), 5, 2)
+__sse_ms = await __timed(lambda: __raw_read(1, decode=True), 5, 2)
 print(json.dumps({{
     "raw_stream_read_ms": __raw_ms,
     "stream_read_with_sse_and_json_ms": __sse_ms,
@@ -85,7 +87,7 @@ print(json.dumps({{
 """
 
 
-STAGES_CELL = """\
+STAGES_CELL = TIMED + """\
 import time, json
 from agentik_jupyter import chat
 from agentik_jupyter.kernel.agent import get_agent
@@ -103,13 +105,6 @@ async def __viewed():
     TurnView(__temp, "q", wait=True, display=lambda b: None).attach()
     await __temp.send("q")
 __agent = get_agent(get_ipython())
-async def __timed(fn, n=7):
-    ts = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await fn()
-        ts.append(time.perf_counter() - t)
-    return round(sorted(ts)[n // 2] * 1000, 1)
 __out = {{}}
 for __name, __fn in [
     ("raw_read", lambda: __raw_read(1)),
@@ -120,7 +115,7 @@ for __name, __fn in [
     ("kernel_session_with_db", lambda: __agent.session.send("q")),
     ("whole_cell_turn", lambda: run_cell_turn(get_ipython(), "--wait", "q")),
 ]:
-    __out[__name] = await __timed(__fn)
+    __out[__name] = await __timed(__fn, 7, 1)
 print(json.dumps(__out))
 """
 
