@@ -245,6 +245,15 @@ def _with_models(fn: Callable[..., Any], models: dict[str, TypeAdapter[Any]]) ->
     return run
 
 
+def holds_loop(definition: ToolDefinition | None) -> bool:
+    """Whether running the tool may hold the kernel's loop for long (a plain synchronous tool
+    not marked `quick`; an unknown one is assumed to): nothing else on the loop, such as a
+    view's timer, runs until it returns."""
+    if definition is None:
+        return True
+    return not (definition.quick or definition.thread or inspect.iscoroutinefunction(definition.execute))
+
+
 async def run_tool(definition: ToolDefinition, args: dict[str, Any]) -> Any:
     """Call a tool where it belongs: async ones awaited on this loop, plain ones on this
     thread (the kernel's main thread), `thread=True` ones in a worker thread.

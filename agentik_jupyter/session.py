@@ -20,7 +20,7 @@ from .history import HISTORY_PAGE, entries_to_messages
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
 from .persistence.budget import first_turn_to_keep
 from .persistence import AsyncSessionDB, ConversationInfo, SessionDBError, context_budget, estimate_tokens
-from .registry import ToolRegistry
+from .registry import ToolRegistry, holds_loop
 from .security.scrub import scrub
 from .write_through import WriteThrough
 from .store import AgentStore, ChatStore
@@ -68,6 +68,7 @@ class Session:
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
         self._dequeued: set[asyncio.Future[Any]] = set()
         self._queue_listeners: list[Callable[[], None]] = []
+        self._schema_tokens: tuple[tuple[Any, ...], int] | None = None  # the tools last counted, their tokens
         self._lock = asyncio.Lock()
         self._stop_requested = False
         self._turn_id: str | None = None
@@ -122,6 +123,10 @@ class Session:
         if task not in self._waiting:
             return None
         return self._waiting.index(task) + (1 if self.busy else 0)
+
+    def tool_holds_loop(self, name: str) -> bool:
+        """Whether the tool called `name` may hold the kernel's loop while it runs."""
+        return holds_loop(self.orchestrator.registry.get(name))
 
     def on_queue(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call `listener()` whenever a turn joins, leaves or starts from the queue."""
@@ -375,8 +380,13 @@ class Session:
 
     def _history_budget(self, model: str | None) -> int:
         """Tokens of history to send: the model's budget less the system prompt and tool schemas."""
-        schemas = self.orchestrator.registry.to_tool_schemas()
-        overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.model_dump() for t in schemas]))
+        tools = tuple(self.orchestrator.registry.get_all())
+        known = self._schema_tokens
+        if known is not None and len(known[0]) == len(tools) and all(a is b for a, b in zip(known[0], tools)):
+            overhead = known[1]  # the same tools (a changed tool is a new object)
+        else:
+            overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.schema_().model_dump() for t in tools]))
+            self._schema_tokens = (tools, overhead)
         return max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
 
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:

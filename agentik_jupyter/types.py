@@ -138,6 +138,7 @@ class ToolDefinition(BaseModel):
     source: str = "user"
     origin: str | None = Field(default=None, exclude=True)
     thread: bool = Field(default=False, exclude=True)  # a sync tool that runs in a worker thread
+    quick: bool = Field(default=False, exclude=True)  # returns in milliseconds: reads no object's data
 
     def schema_(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)

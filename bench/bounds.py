@@ -7,9 +7,9 @@ from typing import Any
 BOUNDS: list[tuple[str, float, str]] = [
     ("kernel_turns.plain.ratio", 1.5, "%%agent --wait turn / raw httpx2 read of the same stream, same kernel"),
     ("kernel_turns.tool_call.ratio", 1.6, "the same with one tool call (2 model requests)"),
-    ("kernel_turns.plain.bytes_per_answer_byte", 5.0, "bytes to the frontend per byte of the answer"),
+    ("kernel_turns.plain.bytes_per_answer_byte", 5.0, "bytes to the frontend per byte of the answer (a turn with its live view)"),
     ("kernel_turns.tool_call.bytes_per_answer_byte", 5.0, "the same with one tool call"),
-    ("kernel_turns.plain.comm_open", 8, "widgets opened per turn"),
+    ("kernel_turns.plain.comm_open", 8, "widgets opened per turn (a turn with its live view)"),
     ("kernel_turns.tool_call.comm_open", 8, "widgets opened per turn with one tool call"),
     ("kernel_turns.plain.widget_updates_per_1000_tokens", 60, "widget updates per 1,000 streamed tokens"),
     ("kernel_turns.tool_call.widget_updates_per_1000_tokens", 60, "the same with one tool call"),

@@ -39,7 +39,8 @@ PROVIDER_FAULTS: list[tuple[str, list[Reply], list[str]]] = [
     ("truncated", [Reply.fault("truncated")], ["ended before the answer was complete"]),
     ("stream_error", [Reply.fault("stream_error")], ["reported an error during the answer", "Overloaded"]),
     ("slow", [Reply.fault("slow_first_byte", delay=READ_TIMEOUT + 3)], ["did not answer in time"]),
-    ("5 MB", [Reply.text(BIG_ANSWER, chunks=200)], ["passed 1,000,000 characters", "stopped reading"]),
+    # (the model thinks first, so the answer streams into a live view: LIVE_AFTER_S)
+    ("5 MB", [Reply.text(BIG_ANSWER, chunks=200, first_byte_after=0.3)], ["passed 1,000,000 characters", "stopped reading"]),
 ]
 """(name, what the server answers, what the cell must say)."""
 

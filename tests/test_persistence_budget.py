@@ -14,7 +14,7 @@ from agentik_jupyter.persistence import (
     context_window,
     estimate_tokens,
 )
-from agentik_jupyter.persistence.budget import UNKNOWN_MODEL_BUDGET, first_turn_to_keep
+from agentik_jupyter.persistence.budget import UNKNOWN_MODEL_BUDGET, CachedEstimate, first_turn_to_keep
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolResult
 
 
@@ -133,3 +133,18 @@ def _asking(ids: list[str], text: str) -> ChatMessage:
 )
 def test_complete_pairs_always_yields_a_valid_turn(rest: list[ChatMessage]) -> None:
     check_turn(complete_pairs([ChatMessage(role="user", content="q"), *rest]))
+
+
+def test_a_cached_estimate_gives_the_estimators_answers_and_stays_bounded() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return estimate_tokens(text)
+
+    cached = CachedEstimate(count, size=3)
+    texts = ["a" * 10, "b" * 2_000, "c" * 30]
+    assert [cached(t) for t in texts + texts] == [estimate_tokens(t) for t in texts + texts]
+    assert calls == texts  # each payload estimated once
+    cached("d")  # a fourth payload: the memory starts over instead of growing
+    assert len(cached._known) == 1 and cached(texts[0]) == estimate_tokens(texts[0])

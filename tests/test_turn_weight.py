@@ -65,7 +65,7 @@ def kernel(tmp_path: Path) -> Iterator[tuple[RawKernel, FakeLLMServer]]:
         k = RawKernel(kernel_env(llm, AGENTIK_APPROVE="auto"), tmp_path)
         try:
             assert k.execute("%load_ext agentik_jupyter\nsales = 1").ok
-            llm.push(Reply.text("warm"))
+            llm.push(Reply.text("warm", first_byte_after=0.3))  # (slow enough for a live view)
             assert k.execute("%%agent --wait\nwarm up").ok  # the shared layouts and styles open here, once
             yield k, llm
         finally:
@@ -78,8 +78,9 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
 ) -> None:
     k, llm = kernel
     alive = k.text(WIDGETS_ALIVE).strip()
+    # the model thinks first: the live view is built (LIVE_AFTER_S) before the answer streams at full speed
     llm.push(*([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
-             Reply.text(ANSWER, chunks=len(ANSWER) // 4))
+             Reply.text(ANSWER, chunks=len(ANSWER) // 4, first_byte_after=0.3))
     ex = k.execute("%%agent --wait\nSummarise the sales data.")
     assert ex.ok, ex.text
     sent = frontend(ex)
@@ -91,6 +92,28 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
     assert answer_in(ex) == ANSWER
     # a finished turn's widgets are closed: the kernel holds no more widgets than before it
     assert k.text(WIDGETS_ALIVE).strip() == alive
+    assert len(opens) >= 4  # the live view was there: the question, the answer, the status line, Stop
+
+
+@pytest.mark.parametrize("tool", [False, True], ids=["answer", "list_variables"])
+def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_widget(
+    kernel: tuple[RawKernel, FakeLLMServer], tool: bool
+) -> None:
+    """At full speed the whole answer is there before LIVE_AFTER_S: no live view to open and close
+    (`list_variables` reads names and types only: it cannot hold the loop, so no view before it)."""
+    k, llm = kernel
+    llm.push(*([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
+             Reply.text(ANSWER, chunks=len(ANSWER) // 4))
+    ex = k.execute("%%agent --wait\nSummarise the sales data.")
+    assert ex.ok, ex.text
+    sent = frontend(ex)
+    assert [m["msg_type"] for m in sent] == ["display_data", "execute_reply"] or \
+        [m["msg_type"] for m in sent] == ["display_data"], [m["msg_type"] for m in sent]
+    assert answer_in(ex) == ANSWER
+    assert sum(size(m) for m in sent) <= 3 * len(ANSWER.encode())
+    if tool:
+        entries = transcript(ex.outputs)[TRANSCRIPT_MIME]["entries"]
+        assert any(e["role"] == "tool" and e.get("name") == "list_variables" for e in entries), entries
 
 
 def test_a_saved_turn_stays_within_twice_its_answer(tmp_path: Path) -> None:

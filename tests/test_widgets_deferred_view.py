@@ -1,5 +1,7 @@
-"""A `%%agent --wait` cell's view is built while its request is on its way, and whatever
-needs it first builds it at once; its transcript is rendered while the turn is written.
+"""A `%%agent --wait` cell's live view is built only if its turn still runs `LIVE_AFTER_S`
+after its answer was requested, and whatever needs it first (a tool call, an approval, a
+queue) builds it at once; a turn that ends sooner leaves its transcript and opens no widget.
+Its transcript is rendered while the turn is written.
 
 Over a real Session and the scripted model, with the comms recorded (`comm_log`).
 """
@@ -10,13 +12,13 @@ import asyncio
 from typing import Any
 
 from agentik_jupyter.providers.errors import AuthenticationError
-from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.registry import ToolRegistry, definition_from_function, holds_loop
 from agentik_jupyter.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import End
 from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME
-from agentik_jupyter.widgets.turn_view import BUILD_DELAY_S
+from agentik_jupyter.widgets.turn_view import LIVE_AFTER_S
 
 from .widgets_support import CommLog, comm_log  # noqa: F401
 
@@ -36,7 +38,9 @@ async def test_the_view_is_built_and_shown_once_its_answer_was_requested(comm_lo
     assert opened(comm_log) == 0 and shown == []  # nothing yet: the turn has not asked the model
     task = s.start_turn("q")
     view.track(task)
-    await asyncio.sleep(BUILD_DELAY_S + 0.05)
+    await asyncio.sleep(LIVE_AFTER_S / 2)
+    assert shown == [] and opened(comm_log) == 0  # not yet: the answer may come at once
+    await asyncio.sleep(LIVE_AFTER_S / 2 + 0.05)
     assert shown == [view] and opened(comm_log) >= 4  # the model is still thinking
     assert "Sending" in view.status.text() and view.stop_button.disabled is False
     await task
@@ -46,15 +50,43 @@ async def test_the_view_is_built_and_shown_once_its_answer_was_requested(comm_lo
     assert shown == [view]
 
 
-async def test_an_event_before_the_build_builds_the_view_at_once(comm_log: CommLog) -> None:
+async def test_a_turn_that_ends_at_once_leaves_its_transcript_and_opens_no_widget(comm_log: CommLog) -> None:
+    s = session([Step.say("a quick **answer**")])
+    shown: list[TurnView] = []
+    displayed: list[dict[str, Any]] = []
+    view = TurnView(s, "q", wait=True, display=displayed.append, show=shown.append)
+    view.track(s.start_turn("q"))
+    await view.task  # type: ignore[misc]
+    bundle = view.finish()
+    assert shown == [] and comm_log.messages == []  # no widget opened, updated or closed
+    assert displayed == [bundle] and bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == "a quick **answer**"
+    assert "<strong>answer</strong>" in bundle["text/html"] and bundle[TRANSCRIPT_MIME]["status"] == "complete"
+    await asyncio.sleep(LIVE_AFTER_S + 0.05)  # the deferred build does not come back to a finished view
+    assert shown == [] and comm_log.messages == []
+
+
+async def test_an_error_at_once_is_in_the_transcript_without_a_live_view(comm_log: CommLog) -> None:
     s = session([Step.fail(AuthenticationError("Invalid API key (401)."))])
     shown: list[TurnView] = []
     view = TurnView(s, "q", wait=True, show=shown.append)
     view.track(s.start_turn("q"))
     await view.task  # type: ignore[misc]
-    assert shown == [view] and "Invalid API key" in view.body.errors[0]
     bundle = view.finish()
+    assert shown == [] and opened(comm_log) == 0
     assert bundle[TRANSCRIPT_MIME]["entries"][-1]["role"] == "error"
+    assert "Invalid API key" in bundle[TRANSCRIPT_MIME]["entries"][-1]["message"]
+
+
+async def test_a_tool_call_builds_the_view_at_once_with_the_text_before_it(comm_log: CommLog) -> None:
+    """A built-in tool runs on the kernel's loop and may hold it: the view must be up first."""
+    s = session([Step.call("missing_tool", text="Let me look."), Step.say("done", delay=0.3)])
+    shown: list[TurnView] = []
+    view = TurnView(s, "q", wait=True, show=shown.append)
+    view.track(s.start_turn("q"))
+    await asyncio.sleep(0.05)  # well before LIVE_AFTER_S
+    assert shown == [view] and "Let me look." in view.body.text and view.body.cards
+    await view.task  # type: ignore[misc]
+    assert view.finish()[TRANSCRIPT_MIME]["entries"][-1]["content"] == "done"
 
 
 async def test_a_view_that_waits_for_another_turn_is_built_and_shown_at_once(comm_log: CommLog) -> None:
@@ -87,3 +119,48 @@ async def test_the_transcript_is_rendered_after_the_end_event_and_before_the_tur
 async def test_a_view_never_shown_is_built_now_as_before(comm_log: CommLog) -> None:
     view = TurnView(session([]), "q", wait=True, display=lambda b: None)
     assert opened(comm_log) >= 4 and view.stop_button.disabled is False
+
+
+def tool_session(steps: list[Step], **options: bool) -> Session:
+    registry = ToolRegistry()
+    registry.add(definition_from_function(lambda: "rows: 3", name="peek", **options))
+    return Session(ScriptedTransport(steps), registry, temporary=True)
+
+
+async def test_a_tool_that_cannot_hold_the_loop_leaves_the_view_deferred(comm_log: CommLog) -> None:
+    """A `thread=True` tool runs in a worker thread: the loop (and the deferred build) stay free.
+    A turn that calls it and ends at once leaves only its transcript, with the tool call in it."""
+    s = tool_session([Step.call("peek"), Step.say("three rows")], thread=True)
+    shown: list[TurnView] = []
+    view = TurnView(s, "q", wait=True, show=shown.append)
+    view.track(s.start_turn("q"))
+    await view.task  # type: ignore[misc]
+    bundle = view.finish()
+    assert shown == [] and opened(comm_log) == 0
+    roles = [e["role"] for e in bundle[TRANSCRIPT_MIME]["entries"]]
+    assert "tool" in " ".join(roles) and bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == "three rows"
+
+
+async def test_a_plain_tool_builds_the_view_before_it_runs(comm_log: CommLog) -> None:
+    seen: list[int] = []
+    s = tool_session([Step.call("peek"), Step.say("done")])
+    s.orchestrator.registry.get("peek").execute = lambda: seen.append(opened(comm_log)) or "ok"  # type: ignore[union-attr]
+    shown: list[TurnView] = []
+    view = TurnView(s, "q", wait=True, show=shown.append)
+    view.track(s.start_turn("q"))
+    await view.task  # type: ignore[misc]
+    assert shown == [view] and seen and seen[0] >= 4  # the view's widgets were open when the tool ran
+    view.finish()
+
+
+def test_which_tools_may_hold_the_loop() -> None:
+    async def fetch() -> str:
+        return ""
+
+    assert holds_loop(definition_from_function(lambda: 1, name="plain"))
+    assert not holds_loop(definition_from_function(lambda: 1, name="threaded", thread=True))
+    assert not holds_loop(definition_from_function(fetch))
+    assert holds_loop(None)  # an unknown tool is assumed to
+    quick = definition_from_function(lambda: 1, name="quick")
+    quick.quick = True
+    assert not holds_loop(quick)

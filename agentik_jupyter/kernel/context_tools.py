@@ -245,6 +245,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
 
     plain = [list_variables, inspect_variable, describe_dataframe, get_cell_history, insert_cell]
     tools = [definition_from_function(fn, source="builtin") for fn in plain]
+    tools[0].quick = True  # list_variables reads names and types, like the prompt's variable list
     tools.insert(4, definition_from_function(run_code, policy="ask", source="builtin"))
     return tools
 

@@ -54,6 +54,24 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4 + images * IMAGE_TOKENS
 
 
+class CachedEstimate:
+    """An estimator that remembers its answers: history is estimated again before every
+    request, and its stored payloads (a turn's JSON) do not change. At most `size` kept."""
+
+    def __init__(self, estimator: TokenEstimator, size: int = 4_096) -> None:
+        self.estimator = estimator
+        self.size = size
+        self._known: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        tokens = self._known.get(text)
+        if tokens is None:
+            if len(self._known) >= self.size:
+                self._known.clear()
+            tokens = self._known[text] = self.estimator(text)
+        return tokens
+
+
 def context_window(model: str | None) -> int | None:
     """The model's context window if we know its family, else None."""
     name = (model or "").lower()

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from ..security.scrub import scrub
 from ..types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
-from .budget import TokenEstimator, estimate_tokens, first_turn_to_keep
+from .budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
 from .connection import (
     DEFAULT_BUSY_TIMEOUT_S,
     DEFAULT_RETRY_DEADLINE_S,
@@ -84,6 +84,7 @@ class SessionDB:
     ) -> None:
         self.path = Path(path)
         self.estimator = estimator
+        self._costs = CachedEstimate(estimator)
         self._retry_deadline_s = retry_deadline_s
         self._lock = threading.Lock()
         check_version(self.path)
@@ -381,6 +382,6 @@ class SessionDB:
                 turns.append([])
                 previous = turn_id
             turns[-1].append(payload)
-        costs = [sum(self.estimator(payload) for payload in turn) for turn in turns]
+        costs = [sum(self._costs(payload) for payload in turn) for turn in turns]
         start = first_turn_to_keep(costs, budget_tokens)
         return [ChatMessage.model_validate_json(payload) for turn in turns[start:] for payload in turn]

@@ -66,9 +66,14 @@ class Reply:
     raw_content_type: str = "text/event-stream"
 
     @classmethod
-    def text(cls, text: str, *, chunks: int | None = None, reasoning: str | None = None) -> Reply:
-        """A plain answer, streamed word by word or in `chunks` equal pieces."""
-        return cls(content=text, chunks=chunks, reasoning=reasoning)
+    def text(
+        cls, text: str, *, chunks: int | None = None, reasoning: str | None = None, first_byte_after: float | None = None
+    ) -> Reply:
+        """A plain answer, streamed word by word or in `chunks` equal pieces (after
+        `first_byte_after` seconds without a byte, as a model that thinks first)."""
+        if first_byte_after is None:
+            return cls(content=text, chunks=chunks, reasoning=reasoning)
+        return cls(content=text, chunks=chunks, reasoning=reasoning, fault_kind="slow_first_byte", delay=first_byte_after)
 
     @classmethod
     def tool_calls(

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ipywidgets import Box, HBox, Output, VBox, Widget
 
 from ..store import ChatState
-from ..types import ChatMessage, End, EndReason, Event, StartResponse, Usage
+from ..types import ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
 from .approval_card import ApprovalCard
 from .body import TurnBody
 from .markdown import escape
@@ -31,10 +31,12 @@ from .transcript import TRANSCRIPT_MIME, transcript_bundle
 __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
 
 VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
-BUILD_DELAY_S = 0.001
-"""A view shown by `show` builds its widgets this long after its answer was requested (or at
-once when something needs them first): the request is then on its way and the kernel has
-nothing to do until the model's first byte, so the widgets cost the turn no time."""
+LIVE_AFTER_S = 0.1
+"""A view shown by `show` builds its widgets only if its turn still runs this long after its
+answer was requested (or at once when something needs them first: a call of a tool that may
+hold the kernel's loop, an approval, a turn queued behind others). A turn that ends sooner would show a live view for less time
+than anyone can see (0.1 s is the usual bound for "instant"); its transcript is its only
+output, and its widgets are never opened and closed."""
 Displayer = Callable[[dict[str, Any]], None]
 
 
@@ -61,8 +63,9 @@ class TurnView:
     by id when the answer starts.
 
     With `show`, the view displays itself through it, and a view of a turn that starts at
-    once is built only once its answer has been requested (`BUILD_DELAY_S`); a `wait` view
-    then renders its transcript while the session writes the turn to its file.
+    once is built only if the turn still runs `LIVE_AFTER_S` after its answer was requested
+    (the events before that are handed to it when it is built); a `wait` view renders its
+    transcript while the session writes the turn to its file.
     """
 
     def __init__(
@@ -95,6 +98,8 @@ class TurnView:
         self._user_id: str | None = None
         self.task: asyncio.Future[Any] | None = None
         self._ending: tuple[list[ChatMessage], str | None, float | None] | None = None
+        self._early: list[Event] = []  # the events before a deferred build
+        self.errors: list[str] = []
         waiting = bool(session.busy or getattr(session, "queued", 0))
         if show is None or waiting:
             self.build()
@@ -120,13 +125,20 @@ class TurnView:
         if self.started:
             self.status.begin(self._started_at)
             self.body.handle(StartResponse())
+        for event in self._early:
+            self.body.handle(event)
+        self._early = []
         if self._show is not None:
             self._show(self)
 
-    def _build_soon(self) -> None:
+    def _build_later(self) -> None:
         try:
-            asyncio.get_running_loop().call_later(BUILD_DELAY_S, self.build)
+            asyncio.get_running_loop().call_later(LIVE_AFTER_S, self._build_if_running)
         except RuntimeError:
+            self.build()
+
+    def _build_if_running(self) -> None:
+        if not self.ended:
             self.build()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -201,26 +213,43 @@ class TurnView:
             # `prepare` loaded earlier turns before it): its messages are the ones after it.
             users = [m.id for m in self.session.chat_store.messages if m.role == "user"]
             self._user_id = users[-1] if users else None
-            if not self._built:  # built while the request is on its way
+            if not self._built:  # built only if the turn is still running a moment later
                 self._started_at = self.clock()
-                self._build_soon()
+                self._build_later()
                 return
             self.status.begin()
-        self.build()
-        self.body.handle(event)
+        if isinstance(event, ErrorEvent):
+            self.errors.append(event.message)
+        if self._built or not self._can_wait(event):
+            self.build()
+            self.body.handle(event)
+        else:
+            self._early.append(event)
         if isinstance(event, End):
             self._conclude(event.reason, event.usage)
+
+    def _can_wait(self, event: Event) -> bool:
+        """Whether the live view may still be left unbuilt: not once a tool that may hold the
+        kernel's loop is called (the deferred build could not run while it works)."""
+        if self._show is None or not self.wait:
+            return False
+        if isinstance(event, ToolCallEvent):
+            holds = getattr(self.session, "tool_holds_loop", None)
+            return holds is not None and not holds(event.call.name)
+        return True
 
     def _task_done(self, task: asyncio.Future[Any]) -> None:
         if self.ended:
             return
-        self.build()
         if task.cancelled():
             self._conclude("interrupted", None)
             return
         exc = task.exception()
         if exc is not None:
-            self.body.handle_error(f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            self.errors.append(message)
+            if self._built:
+                self.body.handle_error(message)
             self._conclude("error", None)
         else:
             # a turn taken out of the queue never started: its outcome says how it ended
@@ -230,16 +259,22 @@ class TurnView:
     # ---- the end ----
 
     def _conclude(self, reason: EndReason, usage: Usage | None) -> None:
-        self.build()
+        if not (self.wait and self._show is not None):  # (a deferred view may end unbuilt)
+            self.build()
         self.ended = True
         self.reason, self.usage = reason, usage
         for unsubscribe in self._unsubscribe:
             unsubscribe()
-        self.body.finish(exact=False)  # the transcript shows the exact text; no re-render here
-        self.status.end(reason, usage)
-        self.status.close()
-        self._ending = (self._turn_messages(), self.body.errors[-1] if self.body.errors else None,
-                        self.status.elapsed_s if self.started else None)
+        elapsed: float | None = None
+        if self._built:
+            self.body.finish(exact=False)  # the transcript shows the exact text; no re-render here
+            self.status.end(reason, usage)
+            self.status.close()
+            elapsed = self.status.elapsed_s
+        elif self._started_at is not None:
+            elapsed = self.clock() - self._started_at
+        self._ending = (self._turn_messages(), self.errors[-1] if self.errors else None,
+                        elapsed if self.started else None)
         if not self.wait:  # (a waiting view is closed by `finish()` right after)
             self.stop_button.disabled = True
             self._show_in_output(self._make_bundle())
@@ -287,6 +322,7 @@ class TurnView:
         if not self._displayed:
             self._displayed = True
             self._display(bundle)
-            self.widget.layout = layout("hidden")
-            retire(self.widget)
+            if self._built:
+                self.widget.layout = layout("hidden")
+                retire(self.widget)
         return bundle
