@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator
+from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator, message_as_events
 from agentik_jupyter.providers._convert import parse_arguments
-from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator
+from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
 from agentik_jupyter.providers._read_ahead import read_ahead
 from agentik_jupyter.providers.anthropic import AnthropicAdapter, AnthropicStream
 from agentik_jupyter.providers.base import StreamDone
@@ -181,3 +181,21 @@ def test_the_validator_survives_values_it_cannot_repr(depth: int) -> None:
         value = [value]
     problems = validate_arguments({"a": value}, [ToolParameter(key="a", type="string")])
     assert len(problems) == 1 and "must be a string" in problems[0]
+
+
+ODD_SHAPES: list[Any] = [
+    {"choices": True}, {"choices": "x"}, {"choices": {"0": {}}}, {"choices": [{"delta": {"tool_calls": True}}]},
+    {"choices": [{"delta": {"tool_calls": "x"}}]}, {"choices": [{"message": True}]},
+    {"type": "message_start", "message": True}, {"type": "message_start", "message": {"content": True}},
+    {"type": "message_start", "message": {"content": "x", "usage": 3}},
+]
+
+
+@pytest.mark.parametrize("chunk", ODD_SHAPES, ids=[json.dumps(c) for c in ODD_SHAPES])
+def test_fields_of_the_wrong_type_are_no_content_not_a_crash(chunk: Any) -> None:
+    """Found by the fuzzer (`"choices": true`): a list field that is not a list holds nothing."""
+    for acc in (ChatCompletionAccumulator(), MessageAccumulator()):
+        acc.feed(chunk)
+        acc.snapshot()
+    completion_as_chunk(chunk)
+    message_as_events({**chunk, "content": chunk.get("choices")})

@@ -45,10 +45,11 @@ class MessageAccumulator:
         if kind == "error" or (kind is None and event.get("error")):
             raise error_from_event(event, partial=self.snapshot(), in_stream=in_stream)
         if kind == "message_start":
-            message = event.get("message") or {}
+            message = event["message"] if isinstance(event.get("message"), dict) else {}
             self._merge_usage(message.get("usage"))
             out: list[ProviderDelta] = []
-            for i, block in enumerate(message.get("content") or []):
+            content = message.get("content")
+            for i, block in enumerate(content if isinstance(content, list) else []):
                 out += self._start(i, block)
                 out += self._stop(i)
             return out
@@ -177,7 +178,8 @@ def message_as_events(body: dict[str, Any]) -> list[dict[str, Any]]:
     if body.get("type") == "error" or body.get("error"):
         return [{"type": "error", "error": body.get("error")}]
     events: list[dict[str, Any]] = [{"type": "message_start", "message": {"usage": body.get("usage")}}]
-    for index, block in enumerate(body.get("content") or []):
+    content = body.get("content")
+    for index, block in enumerate(content if isinstance(content, list) else []):
         events.append({"type": "content_block_start", "index": index, "content_block": block})
         events.append({"type": "content_block_stop", "index": index})
     events.append(

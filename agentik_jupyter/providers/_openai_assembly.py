@@ -75,7 +75,7 @@ class ChatCompletionAccumulator:
         if usage is not None:
             self.usage = usage
         out: list[ProviderDelta] = []
-        for choice in chunk.get("choices") or []:
+        for choice in _list(chunk.get("choices")):
             if not isinstance(choice, dict) or choice.get("index") not in (0, None):
                 continue
             delta = choice.get("delta")
@@ -83,7 +83,7 @@ class ChatCompletionAccumulator:
                 delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
             out += self._content(delta.get("content"))
             out += self._reasoning_fields(delta)
-            for position, raw_call in enumerate(delta.get("tool_calls") or []):
+            for position, raw_call in enumerate(_list(delta.get("tool_calls"))):
                 if isinstance(raw_call, dict):
                     out += self._tool_call(raw_call, position)
             if choice.get("finish_reason"):
@@ -228,6 +228,11 @@ class ChatCompletionAccumulator:
         )
 
 
+def _list(value: Any) -> list[Any]:
+    """A list field as sent, or none: a provider's `"choices": true` is no choice, not a crash."""
+    return value if isinstance(value, list) else []
+
+
 def only_text(chunk: Any) -> str | None:
     """The text of the usual chunk (one choice, a delta of `content` and maybe `role`, nothing
     else to assemble), found in a few lookups; None sends the chunk through the general path."""
@@ -265,10 +270,10 @@ def completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
     chunk: dict[str, Any] = {"usage": body.get("usage"), "choices": []}
     if body.get("error"):
         chunk["error"] = body["error"]
-    for choice in body.get("choices") or []:
+    for choice in _list(body.get("choices")):
         if not isinstance(choice, dict):
             continue
-        message = dict(choice.get("message") or {})
+        message = dict(choice["message"]) if isinstance(choice.get("message"), dict) else {}
         calls = message.get("tool_calls")
         if isinstance(calls, list):
             message["tool_calls"] = [
