@@ -127,3 +127,47 @@ def test_merge_joins_neighbours_of_one_kind_and_keeps_the_order() -> None:
         ToolCallArgsDelta(index=1, text="{}"),
     ]
     assert merge([TextDelta(text="only")]) == [TextDelta(text="only")]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_stream_that_says_it_is_over_ends_the_answer_though_the_body_goes_on(provider: str) -> None:
+    """A server that keeps the response open after its last event (`[DONE]`, `message_stop`):
+    the answer ends there, without waiting for a body end that never comes."""
+    ids = iter(range(10**6))
+    new_id = lambda prefix: f"{prefix}{next(ids)}"  # noqa: E731
+    reply = Reply.text(ANSWER, chunks=300)
+    if provider == "anthropic":
+        frames = W.anthropic_stream(reply, model="fake-model", prompt=3, new_id=new_id)
+    else:
+        frames = W.openai_stream(reply, model="fake-model", prompt=3, include_usage=True, new_id=new_id)
+    held: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for frame in frames:
+            writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+        await writer.drain()
+        held.append(writer)  # no last chunk: the body never ends
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with FakeLLMServer() as fake:  # (only for its environment's shape)
+            env = fake.env(provider)
+        base = f"http://127.0.0.1:{port}" + ("" if provider == "anthropic" else "/v1")
+        env[next(k for k in env if k.endswith("BASE_URL"))] = base
+        adapter = make_adapter(load_config(env))
+        deltas = await asyncio.wait_for(_collect(adapter), 10)
+        assert isinstance(deltas[-1], StreamDone) and deltas[-1].response.content == ANSWER
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def _collect(adapter: ProviderAdapter) -> list[object]:
+    return [d async for d in adapter.stream(PARAMS)]

@@ -48,3 +48,11 @@ model's output limit); a provider sending more is broken, and reading on would s
 MAX_SSE_EVENT_CHARS: int = 1024 * 1024
 """One server-sent event's size at most (httpx2's own bound); a stream that never ends its
 event is broken, and buffering it would fill the kernel's memory."""
+
+MIN_TEMPLATE_RUN: int = 8
+"""Chunks read in one go are matched against the text template together from this many on
+(`OpenAIStream.feed_many`); fewer are read one by one."""
+
+FEED_EVERY_CHUNKS: int = 256
+"""The read-ahead task hands its chunks to the assembly at least this often while the network
+keeps it busy (the answer's limit is checked then), else whenever the turn takes them."""

@@ -1,12 +1,12 @@
 """Read a stream ahead of its consumer, and hand over what arrived as merged deltas.
 
 A provider's server writes faster than Python parses: one socket read brings hundreds of
-events, and httpx2 still hands them over one HTTP chunk at a time. Parsing them is cheap
-next to what each delta costs further on (the orchestrator's events, the stores, the
-view), so a task parses everything already received and the consumer takes the lot as
-one delta per kind when it next runs. The task yields to the loop only where a read
-must wait for the network, so nothing is held back: a slow stream still arrives token
-by token, and a fast one costs the turn one event per read instead of one per token.
+events, and httpx2 still hands them over one HTTP chunk at a time. A task collects the
+chunks; when the consumer next runs (the task then waits for the network), the chunks read
+meanwhile are assembled together, a run of plain text events at once (`feed_many`), and the
+consumer takes the lot as one delta per kind. Nothing is held back: a slow stream still
+arrives token by token, and a fast one costs the turn one event per read instead of one per
+token.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Protocol, Union
 
 import httpx2
 
+from . import _constants as C
 from ._http import error_from_transport
 from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
@@ -74,9 +75,10 @@ class StreamAssembly(Protocol):
     done: bool
     """Set when the stream said it is over (the body's end is then not waited for)."""
 
-    def feed(self, chunk: bytes, out: list[Assembled]) -> None:
-        """Add to `out` the deltas (or bare text) these bytes complete; a typed error (with the
-        partial answer) is raised after the deltas before it were added."""
+    def feed_many(self, chunks: list[bytes], out: list[Assembled]) -> None:
+        """Add to `out` the deltas (or bare text) these bytes complete, read in one go (nothing
+        after the stream's end); a typed error (with the partial answer) is raised after the
+        deltas before it were added."""
         ...
 
     def end(self) -> list[ProviderDelta]:
@@ -85,33 +87,46 @@ class StreamAssembly(Protocol):
 
 
 async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssembly) -> AsyncIterator[ProviderDelta]:
-    """The deltas of `response`'s body, read and assembled by a task of their own, merged per hand-over.
+    """The deltas of `response`'s body, read by a task of their own, merged per hand-over.
 
-    The task iterates the body itself (no generator between the bytes and the assembly). An
-    error is raised after the deltas that came before it; closing or cancelling the consumer
-    (Stop) cancels the task, and the response is closed by whoever opened it.
+    The task only collects the body's chunks; they are assembled together when the consumer
+    next runs (the task then waits for the network), or every `FEED_EVERY_CHUNKS` while the
+    network keeps the task busy, so a runaway answer is stopped at its limit as it is read.
+    An error is raised after the deltas that came before it; closing or cancelling the
+    consumer (Stop) cancels the task, and the response is closed by whoever opened it.
     """
+    chunks: list[bytes] = []
     pending: list[Assembled] = []
     arrived = asyncio.Event()
     failure: list[BaseException] = []
-    finished = False
+    body_over = False
+    cut: list[BaseException] = []  # the transport error that ended the body, if one did
+
+    def assemble() -> None:
+        if chunks and not failure:
+            batch = chunks[:]
+            chunks.clear()
+            try:
+                assembly.feed_many(batch, pending)
+            except Exception as exc:  # handed to the consumer, after what came before it
+                failure.append(exc)
 
     async def pump() -> None:
-        nonlocal finished
+        nonlocal body_over
         try:
             async for chunk in response.aiter_bytes():
-                assembly.feed(chunk, pending)
-                if pending:
-                    arrived.set()
-                if assembly.done:
-                    break
-            pending.extend(assembly.end())
+                chunks.append(chunk)
+                arrived.set()
+                if len(chunks) >= C.FEED_EVERY_CHUNKS:
+                    assemble()
+                    if failure or assembly.done:
+                        break
         except httpx2.HTTPError as exc:
-            failure.append(error_from_transport(exc, url, in_stream=True))
-        except Exception as exc:  # handed to the consumer, after what came before it
-            failure.append(exc)
+            cut.append(error_from_transport(exc, url, in_stream=True))
+        except Exception as exc:
+            cut.append(exc)
         finally:
-            finished = True
+            body_over = True
             arrived.set()
 
     task = asyncio.get_running_loop().create_task(pump())
@@ -119,10 +134,20 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
         while True:
             await arrived.wait()
             arrived.clear()
+            assemble()
+            over = bool(failure) or assembly.done or body_over
+            if over and not failure:
+                if cut and not assembly.done:
+                    failure.append(cut[0])
+                else:
+                    try:
+                        pending.extend(assembly.end())
+                    except Exception as exc:
+                        failure.append(exc)
             batch, pending[:] = pending[:], []
             for delta in merge(batch):
                 yield delta
-            if finished and not pending:
+            if over:
                 break
         if failure:
             raise failure[0]

@@ -15,10 +15,14 @@ decoding (`frame`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 from . import _constants as C
 
+_LITERAL_BODY = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
+"""The body of a JSON string literal in bytes: no quote or control byte, a backslash only before
+another byte (whether that makes a valid escape is left to `json.loads`)."""
 PROBE = "agentik-probe"
 """Put in place of the text when learning, to prove the bytes found are the text's."""
 MAX_LEARNS = 8
@@ -33,6 +37,7 @@ class TextTemplate:
         self._prefix: str | None = None
         self._suffix = ""
         self._frame: tuple[bytes, bytes] | None = None
+        self._frames: re.Pattern[bytes] | None = None
         self._max_frame_bytes = max_frame_bytes
         self._learns = 0
 
@@ -56,6 +61,39 @@ class TextTemplate:
         except UnicodeDecodeError:
             return None
         return text if text.isprintable() else None
+
+    def frames(self, chunks: list[bytes]) -> str | None:
+        """The text of chunks that together are whole events `data: <template>\n\n`, one after
+        another (the usual run of a stream), read from their bytes at once; None when anything
+        in them must go through the decoders. Only for a decoder between events.
+
+        The bytes are matched in one pass and must be covered by the events end to end; each
+        event's text is then what `frame` or `match` gives, joined."""
+        if self._frames is None or self._frame is None:
+            return None
+        data = b"".join(chunks)
+        texts: list[bytes] = self._frames.findall(data)
+        around = len(self._frame[0]) + len(self._frame[1])
+        if not texts or len(data) != around * len(texts) + sum(map(len, texts)):
+            return None  # something else among them
+        if max(map(len, texts)) + around > self._max_frame_bytes:
+            return None
+        joined = b"".join(texts)
+        try:  # (each on its own when not ASCII: a character is never split across events)
+            parts = [joined.decode()] if joined.isascii() else [t.decode() for t in texts]
+        except UnicodeDecodeError:
+            return None
+        literal = "".join(parts)
+        if not literal.isprintable():
+            return None
+        if "\\" not in literal:
+            return literal
+        try:  # JSON escapes: one literal, unless a \u escape could pair across two events
+            if "\\u" not in literal:
+                return str(json.loads('"' + literal + '"'))
+            return "".join(json.loads('"' + t.decode() + '"') for t in texts)
+        except ValueError:
+            return None
 
     def match(self, data: str) -> str | None:
         """The text of `data` when it fits the template; None sends it to the full parse."""
@@ -95,4 +133,6 @@ class TextTemplate:
                 self._prefix, self._suffix = prefix, suffix
                 lines = "\n" in prefix + suffix or "\r" in prefix + suffix  # not one `data:` line
                 self._frame = None if lines else (b"data: " + prefix.encode(), suffix.encode() + b"\n\n")
+                self._frames = None if self._frame is None else re.compile(
+                    re.escape(self._frame[0]) + _LITERAL_BODY + re.escape(self._frame[1]))
                 return

@@ -98,6 +98,12 @@ class AnthropicStream:
             if self.acc.stopped:
                 break
 
+    def feed_many(self, chunks: list[bytes], out: list[ProviderDelta]) -> None:
+        for chunk in chunks:
+            if self.done:  # what follows message_stop is not read
+                return
+            self.feed(chunk, out)
+
     def end(self) -> list[ProviderDelta]:
         """Nothing owed here (the adapter adds the final deltas), or the error of a cut stream."""
         if self.acc.stopped:

@@ -110,6 +110,25 @@ class OpenAIStream:
             else:
                 self._text(text, out)
 
+    def feed_many(self, chunks: list[bytes], out: list[Assembled]) -> None:
+        """Chunks read in one go: a run of whole text events is read at once (`TextTemplate.frames`),
+        a run with anything else in halves, down to one chunk at a time (`feed`)."""
+        if len(chunks) >= C.MIN_TEMPLATE_RUN:
+            text = self.template.frames(chunks) if self.events.idle else None
+            if text is not None and self.limit.chars + len(text) <= self.limit.limit:
+                self.events.seen = True
+                self._text(text, out)
+                return
+            if len(chunks) >= 2 * C.MIN_TEMPLATE_RUN:
+                half = len(chunks) // 2
+                self.feed_many(chunks[:half], out)
+                self.feed_many(chunks[half:], out)
+                return
+        for chunk in chunks:
+            if self.done:  # what follows the end is not read
+                return
+            self.feed(chunk, out)
+
     def _text(self, text: str, out: list[Assembled]) -> None:
         if self.acc.add_text(text):
             self.limit.add(len(text))
