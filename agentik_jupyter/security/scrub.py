@@ -51,9 +51,30 @@ def _secret_name(name: str) -> bool:
     return name != KEY_VARIABLE and SECRET_NAME.search(name) is not None
 
 
+_seen: tuple[dict[Any, Any], Secrets] | None = None
+"""The process environment's raw data when last read, and its secrets (see `current_secrets`)."""
+
+
 def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
-    """(name, value) pairs to mask, the configured key first."""
-    env = os.environ if environ is None else environ
+    """(name, value) pairs to mask, the configured key first.
+
+    The process environment is read again only when it changed since the last call, which is
+    told by comparing its raw data with a copy (in C, ~50x faster than reading it): a turn
+    scrubs what leaves it a dozen times."""
+    global _seen
+    if environ is None:
+        data = getattr(os.environ, "_data", None)  # (CPython's store behind os.environ)
+        if isinstance(data, dict):
+            seen = _seen
+            if seen is not None and seen[0] == data:
+                return seen[1]
+            secrets = _read_secrets(os.environ)
+            _seen = (dict(data), secrets)
+            return secrets
+    return _read_secrets(os.environ if environ is None else environ)
+
+
+def _read_secrets(env: Mapping[str, str]) -> Secrets:
     found: list[tuple[str, str]] = []
     key = (env.get(KEY_VARIABLE) or "").strip()
     if len(key) >= MIN_SECRET_CHARS:

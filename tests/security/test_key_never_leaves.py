@@ -72,6 +72,10 @@ def test_scrub_masks_every_form_and_reads_the_environment_at_call_time(monkeypat
     assert "abc" in masked and "/tmp/cache-keys" in masked  # too short / a path: not secrets
     monkeypatch.setenv("LLM_API_KEY", KEY2)  # a new key set mid-session counts at once
     assert scrub(f"new {KEY2}") == f"new {MASK}"
+    monkeypatch.setenv("WAREHOUSE_PASSWORD", "another-long-password")  # a changed value, same names
+    assert scrub("another-long-password hunter2-but-longer") == "[hidden: WAREHOUSE_PASSWORD] hunter2-but-longer"
+    monkeypatch.delenv("WAREHOUSE_PASSWORD")  # a secret gone from the environment is not masked
+    assert scrub("another-long-password") == "another-long-password"
 
 
 def test_a_key_with_a_line_break_is_rejected_without_showing_it() -> None:
