@@ -167,19 +167,19 @@ async def test_aclose_waits_for_pending_writes(tmp_path: Path) -> None:
 
 
 class TripCounter:
-    """Counts the facade's trips to its worker thread (asyncio.to_thread, still called)."""
+    """Counts the facade's trips to its worker thread (the real trip still runs)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from agentik_jupyter.persistence import async_session
 
         self.trips = 0
-        real = asyncio.to_thread
+        real = async_session._in_thread
 
-        async def counted(fn, *args):  # type: ignore[no-untyped-def]
+        def counted(loop, fn, *args):  # type: ignore[no-untyped-def]
             self.trips += 1
-            return await real(fn, *args)
+            return real(loop, fn, *args)
 
-        monkeypatch.setattr(async_session.asyncio, "to_thread", counted)
+        monkeypatch.setattr(async_session, "_in_thread", counted)
 
 
 async def test_calls_made_while_the_worker_is_busy_go_together_in_order(

@@ -1,7 +1,7 @@
 """The session store for code on the kernel's event loop.
 
 Every call runs the synchronous ``SessionDB`` method in a worker thread
-(``asyncio.to_thread``), so the loop never waits on SQLite or on another kernel's lock.
+(the loop's default executor, as ``asyncio.to_thread``), so the loop never waits on SQLite or on another kernel's lock.
 
 Calls are shielded: if the awaiting task is cancelled (the user pressed Stop), the write
 that was started still completes; the caller sees CancelledError, the row lands. Calls
@@ -14,6 +14,7 @@ order, on its next trip: a turn's last record and its commit cost one trip, not 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -48,37 +49,70 @@ def _run_all(calls: list[Call]) -> list[tuple[bool, Any]]:
     return out
 
 
+def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    """Start `fn(*args)` in the loop's default executor now (as `asyncio.to_thread`, context copied)."""
+    return loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, *args))
+
+
 class _Lane:
-    """The calls of one event loop, run in order by one task, a thread trip per batch."""
+    """The calls of one event loop, run in order, a thread trip per batch. A trip starts when
+    its first call is made (not on the loop's next round), so the worker is already at it
+    while the loop goes on (e.g. rendering the transcript while the turn is committed)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.queue: list[Call] = []
-        self.runner: asyncio.Task[None] | None = None
+        self.trip: asyncio.Future[list[tuple[bool, Any]]] | None = None
+        self.kicked = False
 
-    def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
+    @property
+    def busy(self) -> bool:
+        return self.trip is not None
+
+    def submit(self, fn: Callable[..., T], args: tuple[Any, ...], now: bool = True) -> asyncio.Future[T]:
+        """Queue a call; with `now=False` its trip starts on the loop's next round (a call made
+        before then joins it) unless a call with `now` starts it first."""
         future: asyncio.Future[T] = self.loop.create_future()
         self.queue.append((fn, args, future))
-        if self.runner is None or self.runner.done():
-            self.runner = self.loop.create_task(self._run())
+        if self.trip is None:
+            if now:
+                self._start()
+            elif not self.kicked:
+                self.kicked = True
+                self.loop.call_soon(self._kick)
         return future
 
-    async def _run(self) -> None:
-        while self.queue:
-            batch, self.queue = self.queue, []
-            try:
-                results = await asyncio.to_thread(_run_all, batch)
-            except asyncio.CancelledError:  # the loop is going away
-                for _, _, future in (*batch, *self.queue):
-                    future.cancel()
-                raise
-            for (_, _, future), (ok, value) in zip(batch, results):
-                if future.done():
-                    continue
-                if ok:
-                    future.set_result(value)
-                else:
-                    future.set_exception(value)
+    def _kick(self) -> None:
+        self.kicked = False
+        if self.trip is None and self.queue:
+            self._start()
+
+    def _start(self) -> None:
+        batch, self.queue = self.queue, []
+        try:
+            self.trip = trip = _in_thread(self.loop, _run_all, batch)
+        except RuntimeError as exc:  # no executor any more (the loop is closing)
+            for _, _, future in batch:
+                future.set_exception(exc)
+            return
+        trip.add_done_callback(lambda done: self._settle(batch, done))
+
+    def _settle(self, batch: list[Call], trip: asyncio.Future[list[tuple[bool, Any]]]) -> None:
+        self.trip = None
+        if trip.cancelled() or trip.exception() is not None:  # the executor is going away
+            for _, _, future in (*batch, *self.queue):
+                future.cancel()
+            self.queue = []
+            return
+        for (_, _, future), (ok, value) in zip(batch, trip.result()):
+            if future.done():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if self.queue:
+            self._start()
 
 
 class AsyncSessionDB:
@@ -97,12 +131,13 @@ class AsyncSessionDB:
     def path(self) -> Path:
         return self.db.path
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Queue `fn(*args)` for the worker now (it runs after every call made before it)."""
+    def submit(self, fn: Callable[..., T], *args: Any, now: bool = True) -> asyncio.Future[T]:
+        """Queue `fn(*args)` for the worker now (it runs after every call made before it; see
+        `_Lane.submit` for `now`)."""
         loop = asyncio.get_running_loop()
         if self._lane is None or self._lane.loop is not loop:  # calls of another loop are not waited for
             self._lane = _Lane(loop)
-        return self._lane.submit(fn, args)
+        return self._lane.submit(fn, args, now)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         future = self.submit(fn, *args)
@@ -115,9 +150,11 @@ class AsyncSessionDB:
     async def drain(self) -> None:
         """Wait until every call made so far has finished (errors are not raised here)."""
         lane = self._lane
-        while lane is not None and lane.loop is asyncio.get_running_loop() and lane.runner is not None \
-                and not lane.runner.done():
-            await asyncio.wait([lane.runner])
+        while lane is not None and lane.loop is asyncio.get_running_loop() and (lane.trip is not None or lane.queue):
+            if lane.trip is None:
+                lane._kick()  # queued calls waiting for the loop's next round: start them now
+            if lane.trip is not None:
+                await asyncio.wait([lane.trip])
 
     async def aclose(self) -> None:
         """Let pending writes land, then close the file."""
@@ -167,8 +204,9 @@ class AsyncSessionDB:
         return await self._call(self.db.append, conversation_id, turn_id, record)
 
     def append_soon(self, conversation_id: str, turn_id: str, record: PersistedMessage) -> asyncio.Future[AuditRef]:
-        """`append`, queued now (before any call made after it) and awaited later, if at all."""
-        return self.submit(self.db.append, conversation_id, turn_id, record)
+        """`append`, queued now (before any call made after it) and awaited later, if at all; it
+        shares its trip with the calls made in the same round of the loop (e.g. the commit)."""
+        return self.submit(self.db.append, conversation_id, turn_id, record, now=False)
 
     async def commit_turn(self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]) -> None:
         return await self._call(self.db.commit_turn, conversation_id, turn_id, list(working))
