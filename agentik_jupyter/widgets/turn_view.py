@@ -201,6 +201,7 @@ class TurnView:
                     self.attach()
                 elif self.armed:
                     self.armed = False
+                    self.build()  # (another turn runs first: this one shows that it waits)
                     self.stop_button.disabled = True
                     self.status.waiting()
 
