@@ -31,6 +31,15 @@ def opened(log: CommLog) -> int:
     return sum(1 for kind, *_ in log.messages if kind == "comm_open")
 
 
+async def finished(s: Session) -> tuple[list[TurnView], dict[str, Any]]:
+    """Run one `--wait` turn as the magic does: the views it showed and the transcript it left."""
+    shown: list[TurnView] = []
+    view = TurnView(s, "q", wait=True, show=shown.append)
+    view.track(s.start_turn("q"))
+    await view.task  # type: ignore[misc]
+    return shown, view.finish()
+
+
 async def test_the_view_is_built_and_shown_once_its_answer_was_requested(comm_log: CommLog) -> None:
     s = session([Step.say("slow answer", delay=0.2)])
     shown: list[TurnView] = []
@@ -66,12 +75,7 @@ async def test_a_turn_that_ends_at_once_leaves_its_transcript_and_opens_no_widge
 
 
 async def test_an_error_at_once_is_in_the_transcript_without_a_live_view(comm_log: CommLog) -> None:
-    s = session([Step.fail(AuthenticationError("Invalid API key (401)."))])
-    shown: list[TurnView] = []
-    view = TurnView(s, "q", wait=True, show=shown.append)
-    view.track(s.start_turn("q"))
-    await view.task  # type: ignore[misc]
-    bundle = view.finish()
+    shown, bundle = await finished(session([Step.fail(AuthenticationError("Invalid API key (401)."))]))
     assert shown == [] and opened(comm_log) == 0
     assert bundle[TRANSCRIPT_MIME]["entries"][-1]["role"] == "error"
     assert "Invalid API key" in bundle[TRANSCRIPT_MIME]["entries"][-1]["message"]
@@ -130,12 +134,7 @@ def tool_session(steps: list[Step], **options: bool) -> Session:
 async def test_a_tool_that_cannot_hold_the_loop_leaves_the_view_deferred(comm_log: CommLog) -> None:
     """A `thread=True` tool runs in a worker thread: the loop (and the deferred build) stay free.
     A turn that calls it and ends at once leaves only its transcript, with the tool call in it."""
-    s = tool_session([Step.call("peek"), Step.say("three rows")], thread=True)
-    shown: list[TurnView] = []
-    view = TurnView(s, "q", wait=True, show=shown.append)
-    view.track(s.start_turn("q"))
-    await view.task  # type: ignore[misc]
-    bundle = view.finish()
+    shown, bundle = await finished(tool_session([Step.call("peek"), Step.say("three rows")], thread=True))
     assert shown == [] and opened(comm_log) == 0
     roles = [e["role"] for e in bundle[TRANSCRIPT_MIME]["entries"]]
     assert "tool" in " ".join(roles) and bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == "three rows"
@@ -145,12 +144,9 @@ async def test_a_plain_tool_builds_the_view_before_it_runs(comm_log: CommLog) ->
     seen: list[int] = []
     s = tool_session([Step.call("peek"), Step.say("done")])
     s.orchestrator.registry.get("peek").execute = lambda: seen.append(opened(comm_log)) or "ok"  # type: ignore[union-attr]
-    shown: list[TurnView] = []
-    view = TurnView(s, "q", wait=True, show=shown.append)
-    view.track(s.start_turn("q"))
-    await view.task  # type: ignore[misc]
-    assert shown == [view] and seen and seen[0] >= 4  # the view's widgets were open when the tool ran
-    view.finish()
+    shown, bundle = await finished(s)
+    assert len(shown) == 1 and seen and seen[0] >= 4  # the view's widgets were open when the tool ran
+    assert bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == "done"
 
 
 def test_which_tools_may_hold_the_loop() -> None:
