@@ -22,6 +22,7 @@ from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.widgets.markdown import render_markdown
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.transcript import LONG_ANSWER_CHARS, TRANSCRIPT_MIME, one_line, transcript_bundle
+from agentik_jupyter.widgets.turn_view import VIEW_TEXT
 
 from .kernel_support import NotebookKernel, RawKernel, kernel_env, transcript
 
@@ -96,19 +97,29 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
 
 
 @pytest.mark.parametrize("tool", [False, True], ids=["answer", "list_variables"])
-def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_widget(
+def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
     kernel: tuple[RawKernel, FakeLLMServer], tool: bool
 ) -> None:
-    """At full speed the whole answer is there before LIVE_AFTER_S: no live view to open and close
-    (`list_variables` reads names and types only: it cannot hold the loop, so no view before it)."""
+    """At full speed the whole answer is there before LIVE_AFTER_S: no widget is opened or
+    closed; the view's place is the kernel's shared empty box, so the cell's outputs are the
+    same as a turn's whose view was built (`list_variables` reads names and types only: it
+    cannot hold the loop, so no view before it)."""
     k, llm = kernel
-    llm.push(*([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
-             Reply.text(ANSWER, chunks=len(ANSWER) // 4))
-    ex = k.execute("%%agent --wait\nSummarise the sales data.")
-    assert ex.ok, ex.text
+    cells = []
+    for _ in range(2):  # (the first in a kernel opens the shared box, once)
+        llm.push(*([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
+                 Reply.text(ANSWER, chunks=len(ANSWER) // 4))
+        ex = k.execute("%%agent --wait\nSummarise the sales data.")
+        assert ex.ok, ex.text
+        cells.append(ex)
+    ex = cells[-1]
     sent = frontend(ex)
-    assert [m["msg_type"] for m in sent] == ["display_data", "execute_reply"] or \
-        [m["msg_type"] for m in sent] == ["display_data"], [m["msg_type"] for m in sent]
+    kinds = [m["msg_type"] for m in sent if m["msg_type"] != "execute_reply"]
+    assert kinds == ["display_data", "display_data"], kinds  # the view's place, the transcript
+    places = [c.outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for c in cells]
+    assert places[0] == places[1]  # one shared box
+    assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]  # as when the view shows
+    assert ex.outputs[0]["data"]["text/plain"] == VIEW_TEXT
     assert answer_in(ex) == ANSWER
     assert sum(size(m) for m in sent) <= 3 * len(ANSWER.encode())
     if tool:

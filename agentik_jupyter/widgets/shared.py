@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
-from ipywidgets import HTML, Box, Button, Layout, Widget
+from ipywidgets import HTML, Box, Button, Layout, VBox, Widget
 from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
@@ -49,6 +49,12 @@ def html_style() -> HTMLStyle:
 
 def button_style(name: str = "") -> ButtonStyle:
     return _shared(f"style:button:{name}", ButtonStyle)
+
+
+def placeholder() -> Box:
+    """One empty box per kernel, shown in the place of every `--wait` view not built yet: the
+    place costs a display, not a widget (see `TurnView`). Never changed."""
+    return _shared("box:placeholder", lambda: VBox(layout=layout("plain")))
 
 
 def html(value: str = "", layout_name: str = "plain") -> HTML:

@@ -23,7 +23,8 @@ from .approval_card import ApprovalCard
 from .body import TurnBody
 from .markdown import escape
 from .protocol import ApprovalRequestLike, SessionLike
-from .shared import box, button, html, layout, retire
+from .publish import without_idle_flush
+from .shared import box, button, html, layout, placeholder, retire
 from .status import StatusLine
 from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -34,9 +35,11 @@ VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)
 LIVE_AFTER_S = 0.1
 """A view shown by `show` builds its widgets only if its turn still runs this long after its
 answer was requested (or at once when something needs them first: a call of a tool that may
-hold the kernel's loop, an approval, a turn queued behind others). A turn that ends sooner would show a live view for less time
-than anyone can see (0.1 s is the usual bound for "instant"); its transcript is its only
-output, and its widgets are never opened and closed."""
+hold the kernel's loop, an approval, a turn queued behind others). A turn that ends sooner
+would show a live view for less time than anyone can see (0.1 s is the usual bound for
+"instant"), so its widgets are never opened and closed: its place in the output is the
+kernel's one shared empty box (displayed at once, so the cell's outputs are the same either
+way, as nbval compares them), which a view that is built replaces in place."""
 Displayer = Callable[[dict[str, Any]], None]
 
 
@@ -62,10 +65,11 @@ class TurnView:
     equal to `question`. The turn's messages are those after its own user message, found
     by id when the answer starts.
 
-    With `show`, the view displays itself through it, and a view of a turn that starts at
-    once is built only if the turn still runs `LIVE_AFTER_S` after its answer was requested
-    (the events before that are handed to it when it is built); a `wait` view renders its
-    transcript while the session writes the turn to its file.
+    With `show`, the view displays itself through it at once (the handle `show` returns
+    updates that place), and a view of a turn that starts at once is built only if the turn
+    still runs `LIVE_AFTER_S` after its answer was requested (the events before that are
+    handed to it then); a `wait` view renders its transcript while the session writes the
+    turn to its file.
     """
 
     def __init__(
@@ -100,17 +104,32 @@ class TurnView:
         self._ending: tuple[list[ChatMessage], str | None, float | None] | None = None
         self._early: list[Event] = []  # the events before a deferred build
         self.errors: list[str] = []
+        self.widget: Box | None = None
+        self._place: Any = None  # where `show` put the view (a display handle)
         waiting = bool(session.busy or getattr(session, "queued", 0))
         if show is None or waiting:
             self.build()
+        if show is not None:  # the cell's output has the view's place from the start, filled or not
+            self._place = show(self)
         self._unsubscribe = [session.on_event(self._on_event), session.chat_store.subscribe(self._on_chat)]
         if waiting:
             self.status.waiting()
         else:
             self.attach()
 
+    def _root(self) -> Box:
+        """The box the view lives in (once built)."""
+        self.build()
+        assert self.widget is not None
+        return self.widget
+
+    def _bundle(self, widget: Widget, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = VIEW_TEXT
+        return bundle
+
     def build(self) -> None:
-        """Create the widgets (once) and show them; a started turn's line counts from its start."""
+        """Create the widgets (once) in the view's box; a started turn's line counts from its start."""
         if self._built:
             return
         self._built = True
@@ -120,16 +139,17 @@ class TurnView:
         self.header = html(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                            f"{escape(self.question)}</span></div>")
         self.footer = box(HBox, (self.status.widget, self.stop_button))
-        self.widget = box(VBox, (self.header, self.footer), "turn")
-        self.body = TurnBody(clock=self.clock, frame=(self.widget, (self.header,), (self.footer,)))
+        self.widget = root = box(VBox, (self.header, self.footer), "turn")
+        self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)))
+        if self._place is not None:  # shown as the placeholder so far: the view takes its place
+            with without_idle_flush():
+                self._place.update(self._bundle(root), raw=True)
         if self.started:
             self.status.begin(self._started_at)
             self.body.handle(StartResponse())
         for event in self._early:
             self.body.handle(event)
         self._early = []
-        if self._show is not None:
-            self._show(self)
 
     def _build_later(self) -> None:
         try:
@@ -142,10 +162,11 @@ class TurnView:
             self.build()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        self.build()
-        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = VIEW_TEXT
-        return bundle
+        """The built view, or for a `show` view not built yet the shared empty box: a `--wait`
+        cell's outputs are then the same (for nbval) whether or not its view was built."""
+        if self._show is None:
+            self.build()
+        return self._bundle(self.widget if self.widget is not None else placeholder(), **kwargs)
 
     # ---- wiring ----
 
@@ -306,10 +327,11 @@ class TurnView:
         return self.bundle
 
     def _show_in_output(self, bundle: dict[str, Any]) -> None:
-        live = list(self.widget.children)
+        root = self._root()
+        live = list(root.children)
         self.output = Output(layout=layout("plain"))
         self.output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
-        self.widget.children = (self.output,)
+        root.children = (self.output,)
         for w in live:
             retire(w)
 
@@ -323,7 +345,7 @@ class TurnView:
         if not self._displayed:
             self._displayed = True
             self._display(bundle)
-            if self._built:
+            if self.widget is not None:
                 self.widget.layout = layout("hidden")
                 retire(self.widget)
         return bundle
