@@ -94,6 +94,9 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
     # a finished turn's widgets are closed: the kernel holds no more widgets than before it
     assert k.text(WIDGETS_ALIVE).strip() == alive
     assert len(opens) >= 4  # the live view was there: the question, the answer, the status line, Stop
+    # the cell's outputs are those of a turn over at once (below): the view's place, the transcript
+    assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]
+    assert ex.outputs[0]["data"]["text/plain"] == VIEW_TEXT
 
 
 @pytest.mark.parametrize("tool", [False, True], ids=["answer", "list_variables"])
