@@ -32,18 +32,11 @@ def _display(obj: Any) -> Any:
     return display_now(obj, display_id=True)
 
 
-def _update(handle: Any, bundle: dict[str, Any]) -> None:
-    """Replace the displayed view with `bundle` (the turn's transcript)."""
-    from ..widgets.publish import without_idle_flush
-
-    with without_idle_flush():
-        handle.update(bundle, raw=True)
-
-
 def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
     """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
     from ..security.scrub import scrub
     from ..widgets import TurnView
+    from ..widgets.publish import update_now
     from .agent import get_agent
     from .cells import CellAnchor, anchored, asking_cell_id
 
@@ -54,7 +47,7 @@ def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyn
         view = TurnView(session, text, wait=True, show=_display)
     else:  # the cell returns now: the view must be in its output before it does
         handle: Any = None
-        view = TurnView(session, text, wait=True, display=lambda bundle: _update(handle, bundle))
+        view = TurnView(session, text, wait=True, display=lambda bundle: update_now(handle, bundle))
         handle = _display(view)
     anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
 

@@ -47,3 +47,9 @@ def display_now(obj: Any, **kwargs: Any) -> Any:
 
     with without_idle_flush():
         return display(obj, **kwargs)
+
+
+def update_now(handle: Any, bundle: dict[str, Any]) -> None:
+    """Replace what the display `handle` shows with `bundle`, without the idle flush."""
+    with without_idle_flush():
+        handle.update(bundle, raw=True)

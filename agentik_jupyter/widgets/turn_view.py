@@ -23,7 +23,7 @@ from .approval_card import ApprovalCard
 from .body import TurnBody
 from .markdown import escape
 from .protocol import ApprovalRequestLike, SessionLike
-from .publish import without_idle_flush
+from .publish import update_now
 from .shared import box, button, html, layout, placeholder, retire
 from .status import StatusLine
 from ..kernel.mainloop import main_thread_callback
@@ -117,12 +117,6 @@ class TurnView:
         else:
             self.attach()
 
-    def _root(self) -> Box:
-        """The box the view lives in (once built)."""
-        self.build()
-        assert self.widget is not None
-        return self.widget
-
     def _bundle(self, widget: Widget, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(widget._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = VIEW_TEXT
@@ -142,8 +136,7 @@ class TurnView:
         self.widget = root = box(VBox, (self.header, self.footer), "turn")
         self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)))
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
-            with without_idle_flush():
-                self._place.update(self._bundle(root), raw=True)
+            update_now(self._place, self._bundle(root))
         if self.started:
             self.status.begin(self._started_at)
             self.body.handle(StartResponse())
@@ -250,10 +243,15 @@ class TurnView:
         if isinstance(event, End):
             self._conclude(event.reason, event.usage)
 
+    @property
+    def _deferred(self) -> bool:
+        """A shown `wait` view: its widgets may be built late, or never."""
+        return self.wait and self._show is not None
+
     def _can_wait(self, event: Event) -> bool:
         """Whether the live view may still be left unbuilt: not once a tool that may hold the
         kernel's loop is called (the deferred build could not run while it works)."""
-        if self._show is None or not self.wait:
+        if not self._deferred:
             return False
         if isinstance(event, ToolCallEvent):
             holds = getattr(self.session, "tool_holds_loop", None)
@@ -281,7 +279,7 @@ class TurnView:
     # ---- the end ----
 
     def _conclude(self, reason: EndReason, usage: Usage | None) -> None:
-        if not (self.wait and self._show is not None):  # (a deferred view may end unbuilt)
+        if not self._deferred:  # (a deferred view may end unbuilt)
             self.build()
         self.ended = True
         self.reason, self.usage = reason, usage
@@ -300,7 +298,7 @@ class TurnView:
         if not self.wait:  # (a waiting view is closed by `finish()` right after)
             self.stop_button.disabled = True
             self._show_in_output(self._make_bundle())
-        elif self._show is not None:
+        elif self._deferred:
             try:  # rendered while the session writes the turn to its file; `finish()` takes it
                 asyncio.get_running_loop().call_soon(self._make_bundle)
             except RuntimeError:
@@ -327,7 +325,8 @@ class TurnView:
         return self.bundle
 
     def _show_in_output(self, bundle: dict[str, Any]) -> None:
-        root = self._root()
+        root = self.widget
+        assert root is not None  # (a view that does not wait is built at once)
         live = list(root.children)
         self.output = Output(layout=layout("plain"))
         self.output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
