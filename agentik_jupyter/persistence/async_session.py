@@ -65,10 +65,6 @@ class _Lane:
         self.trip: asyncio.Future[list[tuple[bool, Any]]] | None = None
         self.kicked = False
 
-    @property
-    def busy(self) -> bool:
-        return self.trip is not None
-
     def submit(self, fn: Callable[..., T], args: tuple[Any, ...], now: bool = True) -> asyncio.Future[T]:
         """Queue a call; with `now=False` its trip starts on the loop's next round (a call made
         before then joins it) unless a call with `now` starts it first."""

@@ -86,6 +86,22 @@ class StreamAssembly(Protocol):
         ...
 
 
+class ChunkFeeder(Protocol):
+    """An assembly fed one chunk at a time (the fallback of `feed_many`)."""
+
+    done: bool
+
+    def feed(self, chunk: bytes, out: list[Any]) -> None: ...
+
+
+def feed_each(stream: ChunkFeeder, chunks: list[bytes], out: list[Any]) -> None:
+    """`stream.feed` each chunk in turn, none after the stream said it is over."""
+    for chunk in chunks:
+        if stream.done:
+            return
+        stream.feed(chunk, out)
+
+
 async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssembly) -> AsyncIterator[ProviderDelta]:
     """The deltas of `response`'s body, read by a task of their own, merged per hand-over.
 

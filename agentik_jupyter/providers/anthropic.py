@@ -16,7 +16,7 @@ from . import _constants as C
 from ._anthropic_assembly import MessageAccumulator, message_as_events
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
-from ._read_ahead import read_ahead
+from ._read_ahead import feed_each, read_ahead
 from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from .openai_compatible import endpoint_url
@@ -99,10 +99,7 @@ class AnthropicStream:
                 break
 
     def feed_many(self, chunks: list[bytes], out: list[ProviderDelta]) -> None:
-        for chunk in chunks:
-            if self.done:  # what follows message_stop is not read
-                return
-            self.feed(chunk, out)
+        feed_each(self, chunks, out)  # (what follows message_stop is not read)
 
     def end(self) -> list[ProviderDelta]:
         """Nothing owed here (the adapter adds the final deltas), or the error of a cut stream."""

@@ -17,7 +17,7 @@ from . import _constants as C
 from ._convert import input_schema, tool_result_text
 from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk, only_text
-from ._read_ahead import Assembled, read_ahead
+from ._read_ahead import Assembled, feed_each, read_ahead
 from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from ._text_template import TextTemplate
 from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
@@ -124,10 +124,7 @@ class OpenAIStream:
                 self.feed_many(chunks[:half], out)
                 self.feed_many(chunks[half:], out)
                 return
-        for chunk in chunks:
-            if self.done:  # what follows the end is not read
-                return
-            self.feed(chunk, out)
+        feed_each(self, chunks, out)
 
     def _text(self, text: str, out: list[Assembled]) -> None:
         if self.acc.add_text(text):
