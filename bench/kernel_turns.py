@@ -13,9 +13,10 @@ per event, nothing else) against the raw read: the floor under any turn's ratio.
 10 after a warm-up. With one tool call the turn makes two model requests (a `list_variables`
 call, then the answer) and the baseline reads the same two responses.
 
-A plain turn of this workload ends before its live view would be built (the view waits
-`LIVE_AFTER_S`, 0.1 s, after the request: a view shown for less is never seen), so its cell
-sends the transcript only; a tool call builds the view at once. The frontend figures the
+A turn of this workload ends before its live view would be built (the view waits
+`LIVE_AFTER_S`, 0.1 s, after the request: a view shown for less is never seen; `list_variables`
+cannot hold the loop, so it does not build it either), so its cell sends the view's place (the
+kernel's shared empty box) and the transcript only. The frontend figures the
 bounds check (comm_open, updates, bytes) are counted on turns that show their live view.
 """
 
@@ -108,6 +109,13 @@ def _answer_of(cell: Cell) -> str | None:
     return None
 
 
+def _checked(turn: Cell) -> Cell:
+    """`turn`, once its saved transcript is known to hold the exact answer."""
+    if _answer_of(turn) != ANSWER:
+        raise RuntimeError(f"the turn's transcript does not hold the exact answer: {turn.text[:300]}")
+    return turn
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -140,9 +148,7 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
         server.push(*([_tool_reply()] if tool else []), _reply())
         decoded = kernel.run(f"await __raw_read({requests}, decode=True)")
         server.push(*([_tool_reply()] if tool else []), _reply())
-        turn = kernel.run(AGENT_CELL)
-        if _answer_of(turn) != ANSWER:
-            raise RuntimeError(f"the turn's transcript does not hold the exact answer: {turn.text[:300]}")
+        turn = _checked(kernel.run(AGENT_CELL))
         if i:  # the first round warms up imports, the sessions file and the connection pool
             raw_times.append(raw.seconds)
             fresh_times.append(fresh.seconds)
@@ -151,10 +157,7 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
     live: list[Cell] = []
     for _ in range(LIVE_REPEATS):  # the model thinks first: the live view is up before the answer streams
         server.push(*([_tool_reply()] if tool else []), _reply(first_byte_after=THINK_S))
-        turn = kernel.run(AGENT_CELL)
-        if _answer_of(turn) != ANSWER:
-            raise RuntimeError(f"the turn's transcript does not hold the exact answer: {turn.text[:300]}")
-        live.append(turn)
+        live.append(_checked(kernel.run(AGENT_CELL)))
     raw_s, turn_s, fresh_s = _median(raw_times), _median([t.seconds for t in turns]), _median(fresh_times)
     decoded_s = _median(decoded_times)
     timed = _frontend(turns, len(ANSWER) // CHUNK)
