@@ -3,8 +3,9 @@
 It answers `POST /v1/chat/completions` (OpenAI-compatible) and `POST /v1/messages`
 (Anthropic), streamed or not, with scripted replies, records every request, and
 injects faults (HTTP errors, a reset mid-stream, a truncated stream, a malformed
-event, an in-band error, a slow first byte, a redirect). Use it to test an agent notebook
-without a network::
+event, an in-band error, a slow first byte, a redirect). `pace` streams at a model's speed
+(chunks a second, on a fixed schedule) and `first_frame_at` says when each stream began. Use it
+to test an agent notebook without a network::
 
     from agentik_jupyter.testing import FakeLLMServer, Reply
     with FakeLLMServer() as srv:
@@ -22,6 +23,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Literal
@@ -130,12 +132,18 @@ class FakeLLMServer:
         self,
         *,
         chunk_delay: float = 0.0,
+        pace: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
         replies: Iterable[Reply] = (),
         responder: Responder | None = None,
     ) -> None:
         self.chunk_delay = chunk_delay
+        self.pace = pace
+        """Streamed frames a second (0: as fast as the socket takes them). Frame i of a stream
+        leaves at its first frame's time + i / pace, so the rate does not drift with the writes."""
+        self.first_frame_at: list[float] = []
+        """`time.perf_counter()` when each streamed response's first frame was written, in order."""
         self._address = (host, port)
         self._queue: deque[Reply] = deque(replies)
         self._responder: Responder = responder or echo_responder
@@ -324,17 +332,29 @@ class FakeLLMServer:
         h.send_header("Cache-Control", "no-cache")
         h.send_header("Transfer-Encoding", "chunked")
         h.end_headers()
-        for frame in frames:
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-            h.wfile.flush()
-            if self.chunk_delay and self._stopping.wait(self.chunk_delay):
-                break
+        self._stream(h, frames)
         if fault == "reset":
             h._abort()
             return
         h.wfile.write(b"0\r\n\r\n")
         h.wfile.flush()
 
+    def _stream(self, h: _Handler, frames: list[bytes]) -> None:
+        """Write the frames as HTTP chunks, `chunk_delay` apart or on the `pace` schedule."""
+        started = 0.0
+        for i, frame in enumerate(frames):
+            if self.pace and i:
+                wait = started + i / self.pace - time.perf_counter()
+                if wait > 0 and self._stopping.wait(wait):
+                    return
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            h.wfile.flush()
+            if not i:
+                started = time.perf_counter()
+                with self._lock:
+                    self.first_frame_at.append(started)
+            if self.chunk_delay and self._stopping.wait(self.chunk_delay):
+                return
     def _respond_json(self, h: _Handler, reply: Reply, fault: str | None, *, anthropic: bool, model: str, prompt: int) -> None:
         if anthropic:
             payload = W.anthropic_json(reply, model=model, prompt=prompt, new_id=self._new_id)
@@ -374,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--script", help="JSON list of replies: {text}, {tool_calls, text?}, {fault, retry_after?, ...}")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    parser.add_argument("--pace", type=float, default=0.0, help="streamed chunks a second, on a fixed schedule")
     args = parser.parse_args(argv)
-    server = FakeLLMServer(chunk_delay=args.chunk_delay, host=args.host, port=args.port, replies=_load_script(args.script))
+    server = FakeLLMServer(chunk_delay=args.chunk_delay, pace=args.pace, host=args.host, port=args.port, replies=_load_script(args.script))
     server.start()
     print(f"LLM_BASE_URL={server.base_url}", flush=True)
     print(f"ANTHROPIC_BASE_URL={server.anthropic_base_url}", flush=True)
