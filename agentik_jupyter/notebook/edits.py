@@ -6,15 +6,17 @@ Accept. Read before write: the model may only edit a cell it has read (with
 read_notebook) and only while the cell still holds what it read; the extension checks
 the live source and refuses a stale edit. The `.ipynb` on disk is never written.
 Without the extension the diff is shown in the tool card and the user applies it.
+Either way the diff says how many lines each side has, and shows invisible or
+direction-changing characters as badges under a warning (security/invisible.py).
 """
 
 from __future__ import annotations
 
 import difflib
-import html
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+from ..security import invisible
 from ..types import ToolOutput
 from .document import NotebookDoc, summarize_output
 from .frontend import NoFrontend, frontend
@@ -44,9 +46,15 @@ class ReadLedger:
                 self.sources[cell.id] = cell.source
 
 
+def _lines(text: str) -> str:
+    n = invisible.line_count(text)
+    return f"{n:,} line{'' if n == 1 else 's'}"
+
+
 def unified_diff(old: str, new: str, cell_id: str) -> str:
     lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"cell {cell_id} (now)", f"cell {cell_id} (proposed)",
+        old.splitlines(), new.splitlines(), f"cell {cell_id} (now, {_lines(old)})",
+        f"cell {cell_id} (proposed, {_lines(new)})",
         n=DIFF_CONTEXT_LINES, lineterm="",
     )
     text = "\n".join(lines)
@@ -54,17 +62,18 @@ def unified_diff(old: str, new: str, cell_id: str) -> str:
 
 
 def diff_html(diff: str) -> str:
-    """The diff for the tool card: added lines green, removed red, escaped."""
+    """The diff for the tool card: added lines green, removed red, escaped, hidden characters as badges."""
     rows = []
     for line in diff.splitlines():
         colour = "#e6ffec" if line.startswith("+") else "#ffebe9" if line.startswith("-") else "transparent"
-        rows.append(f'<div style="background:{colour}">{html.escape(line) or "&nbsp;"}</div>')
-    return ('<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
+        rows.append(f'<div style="background:{colour}">{invisible.escape_visible(line) or "&nbsp;"}</div>')
+    return (invisible.warning_html(diff, "This change")
+            + '<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
             + "".join(rows) + "</div>")
 
 
 def _display(diff: str) -> dict[str, str]:
-    return {"text/plain": diff, "text/html": diff_html(diff)}
+    return {"text/plain": invisible.plain_visible(diff), "text/html": diff_html(diff)}
 
 
 def in_request() -> bool:

@@ -2,6 +2,9 @@
 
 The code (or the arguments) is shown escaped in a code block; once the request
 is decided, by a click, a timeout or a Stop, the buttons go and the decision stays.
+Nothing on the card can hide: invisible and direction-changing characters (Trojan Source)
+are shown as badges under a warning, the code is shown whole (no scroll box for a payload
+to sit below) with its line count, and a folded argument says its size.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 from ipywidgets import HBox, VBox
 
 from ..kernel.mainloop import main_thread_callback
+from ..security import invisible
 from .shared import box, button, html, layout
 from .markdown import escape
 from .protocol import ApprovalRequestLike
@@ -25,8 +29,9 @@ DECISIONS: dict[str, str] = {
 
 
 FOLD_CHARS = 400  # an argument longer than this is folded (a click opens it), never cut
-PRE_STYLE = ("max-height:24em;overflow:auto;border:1px solid #ddd;padding:4px;margin:2px 0;"
-             "white-space:pre-wrap;overflow-wrap:anywhere")
+# No max-height: a scroll box lets a payload sit below what the user reads before approving.
+PRE_STYLE = "border:1px solid #ddd;padding:4px;margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere"
+SIZE_STYLE = "color:var(--jp-ui-font-color2,#666);font-size:90%"
 
 
 def _value_text(value: Any) -> str:
@@ -35,27 +40,45 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _hidden_note(text: str) -> str:
+    n = invisible.count(text)
+    return f" · {n} hidden character{'' if n == 1 else 's'}" if n else ""
+
+
 def argument_html(name: str, value: Any) -> str:
-    """One argument, whole: long values are folded in a <details>, not dropped."""
+    """One argument, whole: long values are folded in a <details> that says their size, not dropped."""
     text = _value_text(value)
-    pre = f'<pre style="{PRE_STYLE}"><code>{escape(text)}</code></pre>'
-    label = f"<code>{escape(name)}</code>"
+    pre = f'<pre style="{PRE_STYLE}"><code>{invisible.escape_visible(text)}</code></pre>'
+    label = f"<code>{invisible.escape_visible(name)}</code>"
     if len(text) > FOLD_CHARS:
-        return (f'<details class="agentik-arg"><summary>{label} ({len(text):,} characters): '
-                f"{escape(text[:80])}…</summary>{pre}</details>")
+        size = escape(invisible.size_text(text) + _hidden_note(text))
+        return (f'<details class="agentik-arg"><summary>{label} ({size}): '
+                f"{invisible.escape_visible(text[:80])}…</summary>{pre}</details>")
     return f'<div class="agentik-arg">{label}:{pre}</div>'
 
 
+def _all_text(request: ApprovalRequestLike, others: dict[str, Any] | None) -> str:
+    """Everything the card shows, to count its hidden characters in one warning."""
+    shown = [request.display_text] if request.language == "python" or others is None else []
+    shown += [f"{name}\n{_value_text(value)}" for name, value in (others or {}).items()]
+    return "\n".join(shown)
+
+
 def approval_html(request: ApprovalRequestLike) -> str:
-    """The question and every argument of the call, as escaped HTML (code only for run_code)."""
+    """The question and every argument of the call, as escaped HTML (code only for run_code).
+
+    A warning first when anything shown hides characters; the code whole, with its line count."""
     arguments = getattr(request, "arguments", None)
     others = getattr(request, "other_arguments", arguments)
     code_view = request.language == "python"
     what = "run this code" if code_view else "call this tool with these arguments"
-    parts = [f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>"]
+    parts = [invisible.warning_html(_all_text(request, others), "This code" if code_view else "These arguments"),
+             f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>"]
     if code_view or others is None:
+        text = request.display_text
+        parts.append(f'<div class="agentik-size" style="{SIZE_STYLE}">{escape(invisible.size_text(text))}</div>')
         parts.append(f'<pre style="{PRE_STYLE}"><code class="language-{escape(request.language)}">'
-                     f"{escape(request.display_text)}</code></pre>")
+                     f"{invisible.escape_visible(text)}</code></pre>")
     if others:
         if code_view:
             parts.append("<div>with:</div>")

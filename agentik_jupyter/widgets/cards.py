@@ -3,7 +3,8 @@
 Collapsed by default: a <details> element, live (one HTML widget, no box or accordion
 around it) and in saved transcripts. A
 DataFrame result shows its HTML table preview (sanitised), an image shows as an
-image, and long text is cut with a note of how much was cut.
+image, and long text is cut with a note of how much was cut. Invisible and
+direction-changing characters in the arguments and results show as badges, under a warning.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from ..security import invisible
 from ..types import ToolCall, ToolResult
 from ..vision import RASTER_TYPES
 from .markdown import escape
@@ -55,7 +57,8 @@ def args_text(args: dict[str, Any]) -> str:
 
 
 def _args_summary(args: dict[str, Any]) -> str:
-    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
+    inner = invisible.plain_visible(
+        ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items()))
     return inner if len(inner) <= TITLE_ARGS_LIMIT else inner[: TITLE_ARGS_LIMIT - 1] + "…"
 
 
@@ -75,7 +78,7 @@ def _pre(text: str, css: str = "") -> str:
     shown, cut = truncate(text)
     note = f'<div class="agentik-cut"><em>{escape(cut_note(cut))}</em></div>' if cut else ""
     style = f' style="{css}"' if css else ""
-    return f'<pre{style}>{escape(shown)}</pre>{note}'
+    return f'<pre{style}>{invisible.escape_visible(shown)}</pre>{note}'
 
 
 def rich_html(display: dict[str, Any] | None) -> str:
@@ -97,7 +100,9 @@ def rich_html(display: dict[str, Any] | None) -> str:
 
 def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
-    parts = ["<div><b>Arguments</b></div>", _pre(args_text(call.args))]
+    shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
+    parts = [invisible.warning_html("\n".join(shown), "This tool call"),
+             "<div><b>Arguments</b></div>", _pre(args_text(call.args))]
     if result is None:
         parts.append("<div><em>Running…</em></div>")
     elif result.error is not None:

@@ -2,13 +2,15 @@
 
 Tools run user or third-party code (MCP), so their `text/html` is treated like
 model text: only table-ish tags with harmless attributes survive, everything
-else is dropped (style and script bodies) or kept as escaped text.
+else is dropped (style and script bodies) or kept as escaped text. Invisible and
+direction-changing characters in the text become badges (security/invisible.py).
 """
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
 
+from ..security import invisible
 from .markdown import escape
 
 ALLOWED_TAGS = frozenset(
@@ -33,7 +35,7 @@ class _Sanitizer(HTMLParser):
             return
         if self.dropping or tag not in ALLOWED_TAGS:
             return
-        kept = "".join(f' {k}="{escape(v or "")}"' for k, v in attrs if k in ALLOWED_ATTRS)
+        kept = "".join(f' {k}="{escape(invisible.plain_visible(v or ""))}"' for k, v in attrs if k in ALLOWED_ATTRS)
         self.out.append(f"<{tag}{kept}>")
         if tag not in VOID_TAGS:
             self.open.append(tag)
@@ -56,7 +58,7 @@ class _Sanitizer(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if not self.dropping:
-            self.out.append(escape(data))
+            self.out.append(invisible.escape_visible(data))
 
     def result(self) -> str:
         self.close()
