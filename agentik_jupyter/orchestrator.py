@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 from .arguments import bound_arguments
+from .interruptible import interruptible
 from .providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -141,6 +142,7 @@ class Orchestrator:
         self.approver = approver
         self._listeners: list[EventListener] = []
         self.last_outcome: TurnOutcome | None = None
+        self._signalled = False
 
     def on_event(self, listener: EventListener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -163,6 +165,7 @@ class Orchestrator:
         """
         outcome = TurnOutcome()
         self.last_outcome = outcome
+        self._signalled = False
         self.chat_store.set_error(None)
         self.chat_store.set_loading(True)
         if context is not None:
@@ -214,7 +217,7 @@ class Orchestrator:
 
     def _check_stop(self) -> None:
         """An Interrupt that a tool swallowed still ends the turn before the next step."""
-        if self.stop_requested():
+        if self._signalled or self.stop_requested():
             raise KeyboardInterrupt
 
     async def _ask(
@@ -299,7 +302,8 @@ class Orchestrator:
                 )
         args = coerce_arguments(call.args, definition.parameters)
         try:
-            value = await run_tool(definition, args)
+            with interruptible(on_interrupt=self._on_signal):  # Interrupt raises in the tool's own code
+                value = await run_tool(definition, args)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -312,6 +316,10 @@ class Orchestrator:
                 images=value.images,
             )
         return ToolResult(tool_call_id=call.id, name=call.name, result=result_text(value))
+
+    def _on_signal(self) -> None:
+        """SIGINT landed in a tool (signal handler: only a flag)."""
+        self._signalled = True
 
     def _keep(self, outcome: TurnOutcome, message: ChatMessage) -> None:
         outcome.messages.append(message)

@@ -2,24 +2,25 @@
 
 An idle ipykernel ignores SIGINT, so a background turn would run on after the
 user pressed ■. While no cell runs, this handler takes SIGINT instead: if the
-signal lands while the running turn executes synchronous code (a tool, or user
-code in `run_code`), it raises KeyboardInterrupt there, which the orchestrator
-turns into an interrupted turn; otherwise (the turn waits for the model or for
-a worker thread) it stops the turn from the main loop. A cell that is running
-keeps ipykernel's own handler; a `%%agent --wait` cell is cancelled by it and
-stops its turn itself.
+signal lands in a tool's own code (a plain tool, or user code in `run_code`;
+see agentik_jupyter/interruptible.py, whose handler the orchestrator puts on top
+of this one while a tool runs), it raises KeyboardInterrupt there, which the
+orchestrator turns into an interrupted turn; otherwise (the turn waits for the
+model or for a worker thread, or the signal hit the loop's or our own machinery)
+it stops the turn from the main loop. A cell that is running keeps ipykernel's
+own handler; a `%%agent --wait` cell is cancelled by it and stops its turn
+itself, and a tool of its turn is interrupted by the handler of interruptible.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import threading
 from types import FrameType
 from typing import Any, Callable
 
-_ASYNCIO_DIR = os.path.dirname(asyncio.__file__)
+from ..interruptible import lands_in_tool_code
 
 
 def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None], mark: Callable[[], None],
@@ -40,8 +41,8 @@ def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None],
         if turn is None:
             return
         mark()  # even if a tool swallows the KeyboardInterrupt, no further model call is made
-        if asyncio.current_task(loop) is turn and not _in_asyncio(frame):
-            raise KeyboardInterrupt  # the turn's own code runs: it ends there, and records itself
+        if asyncio.current_task(loop) is turn and lands_in_tool_code(frame):
+            raise KeyboardInterrupt  # the turn's tool code runs: it ends there, and records itself
         loop.call_soon_threadsafe(stop)
 
     if during_cell:
@@ -50,7 +51,3 @@ def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None],
         signal.signal(signal.SIGINT, on_sigint)
     return True
 
-
-def _in_asyncio(frame: FrameType | None) -> bool:
-    """The signal arrived in the loop's own machinery, where an exception must not land."""
-    return frame is not None and frame.f_code.co_filename.startswith(_ASYNCIO_DIR)
