@@ -33,8 +33,12 @@ def test_fix_turn_carries_the_cell_the_traceback_and_the_variables(tmp_path: Pat
         (request,) = llm.requests
     assert "no cell has failed since the extension was loaded" in nothing
     (question,) = user_texts(request)
+    # the user's bubble shows one line; the model gets the details attached to it
+    shown = "Fix the error in cell [4]: NameError: name 'rate' is not defined"
+    assert question.startswith(shown + "\n\nAttached by %agent fix")
+    assert transcript(fixed.outputs)["application/vnd.agentik.transcript+json"]["entries"][0]["content"] == shown
     # nbclient does not say which cell runs (JupyterLab does: see the browser test)
-    assert question.startswith("Fix the error in the cell (In [4]): NameError")
+    assert "Fix the error in the cell (In [4]): NameError" in question
     assert "NameError: name 'rate' is not defined" in question
     assert f"```python\n{FAILING}\n```" in question
     assert "Traceback (most recent call last)" in question and "interactiveshell.py" not in question

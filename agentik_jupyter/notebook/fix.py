@@ -7,6 +7,8 @@ fails). The fix turn tells the model the cell, the traceback and the variables t
 names, asks it to look for the cause (often an earlier cell), to propose the change with
 `edit_cell` (the user accepts or rejects it on the cell) and to report what it verified: after
 "Accept and run" the fixed cell's outputs and those of the later cells that depend on it (notebook/rerun.py).
+The user's bubble shows one short line (`fix_question`); the model gets that line with the
+details attached (attachments.py), so no traceback path or instruction list is shown as theirs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from .attachments import hold
+
 TRACEBACK_CHARS = 3_000
+QUESTION_ERROR_CHARS = 200
+HEADER = "Attached by %agent fix (the failed cell, as the kernel saw it):"
 SOURCE_CHARS = 6_000
 MAX_NAMED_VARIABLES = 15
 _IPYTHON_RUNNER = "IPython/core/interactiveshell.py"
@@ -122,8 +128,17 @@ def named_variables(source: str, user_ns: dict[str, Any]) -> list[str]:
     return lines[:MAX_NAMED_VARIABLES]
 
 
+def fix_question(failure: Failure) -> str:
+    """What the user's bubble shows: which cell, and the error's first line."""
+    where = f"cell [{failure.execution_count}]" if failure.execution_count is not None else "the last failed cell"
+    error = (failure.error.splitlines() or [""])[0]
+    if len(error) > QUESTION_ERROR_CHARS:
+        error = error[:QUESTION_ERROR_CHARS] + "…"
+    return f"Fix the error in {where}: {error}"
+
+
 def fix_prompt(failure: Failure, user_ns: dict[str, Any]) -> str:
-    """The question a fix turn starts with."""
+    """What the model is told about the failure (attached to `fix_question`)."""
     where = f"cell {failure.cell_id}" if failure.cell_id else "the cell"
     count = f" (In [{failure.execution_count}])" if failure.execution_count is not None else ""
     source = failure.source if len(failure.source) <= SOURCE_CHARS else failure.source[:SOURCE_CHARS] + "\n# … cut"
@@ -167,8 +182,11 @@ async def fix_command(agent: Any, args: list[str]) -> None:
     from ..kernel.magics import run_cell_turn, start_cell_turn
     from ..kernel.turn_options import parse_options
 
-    prompt = fix_prompt(failure, shell.user_ns)
+    from ..security.scrub import scrub
+
+    question = scrub(fix_question(failure))  # the key the session's expander finds the details by
+    hold(shell, question, f"{HEADER}\n\n{fix_prompt(failure, shell.user_ns)}")
     if parse_options("").wait:
-        await run_cell_turn(shell, "", prompt)
+        await run_cell_turn(shell, "", question)
     else:
-        start_cell_turn(shell, parse_options(""), prompt)
+        start_cell_turn(shell, parse_options(""), question)

@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable
 
 from ..registry import ToolRegistry
 from ..types import ToolOutput
+from .attachments import take
 
 MAX_MENTIONS = 5
 MENTION_BUDGET_CHARS = 6_000
@@ -56,7 +57,14 @@ async def attach_mentions(text: str, names: list[str], describe: Describe) -> st
 
 async def expand_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
     """The question as the model gets it: with the `@name` variables of this shell attached,
-    described by the registry's `inspect_variable` (so its limits and refusals apply)."""
+    described by the registry's `inspect_variable` (so its limits and refusals apply), then
+    what was held for it (a fix turn's failed cell: attachments.hold)."""
+    expanded = await _with_mentions(shell, registry, text)
+    held = take(shell, text)
+    return expanded if held is None else f"{expanded}\n\n{held}"
+
+
+async def _with_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
     tool = registry.get("inspect_variable")
     if "@" not in text or tool is None:
         return text

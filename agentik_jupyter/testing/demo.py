@@ -1,76 +1,172 @@
 """An offline demo model: a FakeLLMServer with a small rule-based "brain".
 
-It lets the quickstart run with no API key (and deterministically, for nbval):
-it calls the notebook tools when the question asks for them and summarises
-their results. It is not an LLM; it is a script that speaks the real wire format.
+It lets the quickstart run with no API key (and deterministically, for nbval). It is not
+an LLM but a script that speaks the real wire format: it reads the user's question (never
+the text the agent adds for the model), plans the tool calls a model would make for it
+(read the notebook before an edit, read the failed cell before proposing its fix), and
+answers from the results, saying so honestly when a tool failed or was denied. The code it
+writes is checked to compile (demo_code.py); what it understands is in `MENU`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+
+from .demo_code import (
+    column_in,
+    compute_code,
+    fix_source,
+    insert_code,
+    plot_code,
+    valid,
+    with_comment,
+)
+from .demo_notebook import cell_source, edit_target, fix_details, outcome_sentence
+from .demo_reading import Asked, Step, read_request
 from .fake_server import FakeLLMServer
 from .replies import RecordedRequest, Reply
 
 DEMO_MODEL = "agentik-demo"
 _server: FakeLLMServer | None = None
 
-_VARIABLE = re.compile(r"^- (\w+): (\w+)", re.M)
 LONG_ANSWER = " ".join(
     f"Paragraph {i}: a long answer streams in word by word, so you can press Stop at any time." for i in range(1, 201)
 )
+MENU = (
+    "I am the offline demo model: a script that speaks the real wire format, not an LLM, so I "
+    "understand a few kinds of question. Try:\n\n"
+    "- *Which variables do I have?* (`list_variables`)\n"
+    "- *Describe the sales DataFrame.* (`describe_dataframe`), *Inspect rng.* (`inspect_variable`)\n"
+    "- *How many prices are missing in sales?* and *Plot the units column of sales.* "
+    "(`run_code`: you approve the code first)\n"
+    "- *Insert a cell that sums the units column by region.* (`insert_cell`)\n"
+    "- *Add a comment to the cell that makes sales.* (`read_notebook`, then `edit_cell`: a diff on the cell)\n"
+    "- *Read my notebook.* (`read_notebook`), *Which cells did I run last?* (`get_cell_history`)\n"
+    "- `@sales` in a question attaches its description; after an error, `%agent fix` proposes the fix\n"
+    "- *Write a long essay* and press **Stop**; ask about *sessions* or *export* for the commands"
+)
+MAX_STEPS = 4
+_WORDS = {
+    "plot": ("plot", "chart", "histogram", "graph", "visuali", "draw"),
+    "edit": ("edit", "change", "rewrite", "comment", "document", "tidy"),
+    "insert": ("insert", "new cell", "add a cell", "write a cell", "give me code", "write code"),
+    "compute": ("how many", "missing", "compute", "calculate", "average", "mean", "total", "count", "run code",
+                "run some code"),
+    "describe": ("describe", "summar", "profile", "dataframe", "look at"),
+    "history": ("history", "cells i ran", "did i run", "run last", "ran last"),
+}
 
 
-def _system_text(request: RecordedRequest) -> str:
-    body = request.body if isinstance(request.body, dict) else {}
-    system = body.get("system")
-    if isinstance(system, str):
-        return system
-    if isinstance(system, list):
-        return "".join(b.get("text", "") for b in system if isinstance(b, dict))
-    for message in request.messages:
-        if message.get("role") == "system" and isinstance(message.get("content"), str):
-            return str(message["content"])
-    return ""
+def _has(low: str, kind: str) -> bool:
+    return any(w in low for w in _WORDS[kind])
 
 
-def _tool_results(request: RecordedRequest) -> list[tuple[str, str]]:
-    """(tool name, result text) of the tool results that end the conversation, if any."""
-    messages = request.messages
-    names: dict[str, str] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            names[call.get("id", "")] = call.get("function", {}).get("name", "")
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    names[block.get("id", "")] = block.get("name", "")
-    results: list[tuple[str, str]] = []
-    for message in reversed(messages):
-        if message.get("role") == "tool":
-            results.insert(0, (names.get(message.get("tool_call_id", ""), "tool"), str(message.get("content", ""))))
-            continue
-        content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    inner = block.get("content")
-                    text = inner if isinstance(inner, str) else "".join(
-                        b.get("text", "") for b in inner or [] if isinstance(b, dict)
-                    )
-                    results.append((names.get(block.get("tool_use_id", ""), "tool"), text))
-        break
-    return results
+def _named(asked: Asked, text: str) -> str | None:
+    """The variable the text names (a frame first), if any."""
+    named = [name for name, _ in asked.variables if re.search(rf"(?<![\w.]){re.escape(name)}\b", text)]
+    frames = [n for n in named if n in asked.frames()]
+    return (frames or named or [None])[0]
 
 
-def _pick(variables: list[tuple[str, str]], text: str, kinds: tuple[str, ...]) -> str | None:
-    for name, _ in variables:
-        if re.search(rf"\b{re.escape(name)}\b", text):
-            return name
-    for name, kind in variables:
-        if kind in kinds:
-            return name
+def _frame(asked: Asked, text: str) -> str | None:
+    named = _named(asked, text)
+    if named in asked.frames():
+        return named
+    return asked.frames()[0] if asked.frames() else None
+
+
+def _quote(text: str, lines: int = 12) -> str:
+    kept = [line for line in text.splitlines() if line.strip()][:lines]
+    return "\n".join(f"    {line}" for line in kept)
+
+
+def _call(name: str, args: dict[str, object], text: str | None = None) -> Reply:
+    return Reply.tool_calls([{"name": name, "args": args}], text=text)
+
+
+def _after_failure(step: Step) -> Reply:
+    """Say what happened, plainly: a denial is the user's choice, an error is a failure."""
+    first = step.result.removeprefix("Error: ").splitlines()[0] if step.result else "no result"
+    if step.denied:
+        return Reply.text(f"You did not approve `{step.name}`, so I did not run it. "
+                          "Tell me if you want something else, or run the code yourself.")
+    if step.name == "run_code":
+        return Reply.text(f"The code failed: {first}\n\nSo I have no result to show. Check the names "
+                          "in your question (the column, the variable) and ask again.")
+    return Reply.text(f"`{step.name}` failed: {first}\n\nI have no result from it, so I cannot answer "
+                      "that part; ask again with what the error names.")
+
+
+def _summary(step: Step) -> Reply:
+    body = _quote(step.result)
+    if step.name == "run_code":
+        figure = " The figure is in the tool card above." if step.images or "Figure" in step.result else ""
+        return Reply.text(f"I ran the code.{figure} What it returned:\n\n{body}\n\nAsk a follow-up to dig deeper.")
+    if step.name == "insert_cell":
+        return Reply.text("I proposed a new cell below this one: read it, then run it yourself when you are ready.")
+    return Reply.text(f"Here is what `{step.name}` found:\n\n{body}\n\nAsk a follow-up to dig deeper.")
+
+
+def _fix(asked: Asked) -> Reply:
+    """Read the failed cell, then propose its corrected source with edit_cell (or insert_cell
+    when the frontend does not say which cell failed); then say what became of the proposal."""
+    cell_id, source, error = fix_details(asked.attached, asked.question)
+    known = [name for name, _ in asked.variables]
+    last = asked.last()
+    if last is not None and last.name in ("edit_cell", "insert_cell"):
+        return Reply.text(outcome_sentence(last, fix=True))
+    if cell_id and "read_notebook" in asked.offered and "edit_cell" in asked.offered:
+        if last is None:
+            return _call("read_notebook", {"cell_id": cell_id}, "Let me read the cell that failed. ")
+        if last.name == "read_notebook" and not last.failed:
+            current = cell_source(last.result, cell_id)
+            if current is not None:
+                fixed, why = fix_source(current, error, known)
+                return _call("edit_cell", {"cell_id": cell_id, "new_source": fixed}, f"{why} ")
+    fixed, why = fix_source(source, error, known)
+    if "insert_cell" in asked.offered:
+        return _call("insert_cell", {"source": fixed}, f"{why} ")
+    return Reply.text(f"{why}\n\n```python\n{fixed}\n```")
+
+
+def _edit(asked: Asked) -> Reply:
+    """Read the notebook, then the cell to change, then propose the change as a diff on it."""
+    reads = [s for s in asked.steps if s.name == "read_notebook" and not s.failed]
+    last = asked.last()
+    if last is not None and last.name == "edit_cell":
+        return Reply.text(outcome_sentence(last, fix=False))
+    if not reads:
+        return _call("read_notebook", {}, "Let me read the notebook first. ")
+    target = edit_target(reads[0].result, asked.question, [n for n, _ in asked.variables])
+    if target is None:
+        return Reply.text("I found no code cell to change in the notebook.")
+    if len(reads) == 1:
+        return _call("read_notebook", {"cell_id": target}, f"Cell `{target}` it is; reading it in full. ")
+    current = cell_source(reads[-1].result, target)
+    if current is None:
+        return Reply.text(f"I could not read cell `{target}` in full.")
+    return _call("edit_cell", {"cell_id": target, "new_source": with_comment(current)},
+                 "I propose a comment on top of the cell that says what it defines. ")
+
+
+def _mentioned(asked: Asked) -> Reply:
+    """An @mention attached the data: answer from it, no tool call needed."""
+    words = {w for w in re.findall(r"[A-Za-z_]\w+", asked.question.lower()) if len(w) > 2}
+    lines = [line for line in asked.attached.splitlines()[1:] if line.strip()]
+    relevant = [line for line in lines if words & set(re.findall(r"[A-Za-z_]\w+", line.lower()))
+                and not line.startswith("###")]
+    body = "\n".join(f"    {line.strip()}" for line in (relevant or lines)[:8])
+    return Reply.text(f"From the description your @mention attached (no tool call needed):\n\n{body}\n\n"
+                      "Ask me to plot it if you want to see the spread.")
+
+
+def _user_tool(asked: Asked) -> Reply | None:
+    """`use TOOL key=value`, or a question that names one of the user's own tools."""
+    wanted = re.search(r"\buse (\w+)", asked.question)
+    if wanted and wanted.group(1) in asked.offered:
+        args = {k: _value(v) for k, v in re.findall(r"(\w+)=(\S+)", asked.question)}
+        return _call(wanted.group(1), args)
     return None
 
 
@@ -84,54 +180,67 @@ def _value(text: str) -> object:
     return text.strip("'\"")
 
 
-def demo_responder(request: RecordedRequest) -> Reply:
-    """Decide the next answer from the question, the variables and any tool results."""
-    results = _tool_results(request)
-    if results:
-        name, text = results[-1]
-        if text.startswith("Error") or "did not approve" in text:
-            return Reply.text(f"The tool `{name}` did not run: {text.splitlines()[0]} I will answer without it.")
-        lines = [line for line in text.splitlines() if line.strip()][:12]
-        summary = "\n".join(f"    {line}" for line in lines)
-        return Reply.text(f"Here is what `{name}` found:\n\n{summary}\n\nAsk a follow-up to dig deeper.")
-    question = request.last_user_text()
-    low = question.lower()
-    variables = [(m.group(1), m.group(2)) for m in _VARIABLE.finditer(_system_text(request))]
-    frames = ("DataFrame",)
-    offered = {t.get("name") or t.get("function", {}).get("name") for t in (request.body.get("tools") or [])}
-    wanted = re.search(r"\buse (\w+)", question)
-    if wanted and wanted.group(1) in offered:
-        args = {k: _value(v) for k, v in re.findall(r"(\w+)=(\S+)", question)}
-        return Reply.tool_calls([{"name": wanted.group(1), "args": args}])
-    fix = re.match(r"Fix the error in (?:cell (\S+)|the cell)", question)
-    if fix is not None and fix.group(1) and "read_notebook" in offered:
-        return Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": fix.group(1)}}])
-    if fix is not None:
-        return Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 1}}])
-    if "notebook" in low and "read_notebook" in offered:
-        return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
+def _first_step(asked: Asked) -> Reply:
+    question, low = asked.question, asked.question.lower()
+    offered = asked.offered
+    frame = _frame(asked, question)
+    column = column_in(question, frame)
+    if _has(low, "plot") and frame is not None and "run_code" in offered:
+        return _call("run_code", {"code": plot_code(frame, column)}, "Let me plot it (you approve the code first). ")
+    if _has(low, "edit") and "cell" in low and "read_notebook" in offered and "edit_cell" in offered:
+        return _edit(asked)
+    if _has(low, "insert") and "insert_cell" in offered:
+        by = re.search(r"\bby (\w+)", question)
+        code = insert_code(frame, column, by.group(1) if by else None)
+        return _call("insert_cell", {"source": code}, "I will put that in a new cell for you to run. ")
+    if asked.attached.startswith("Attached by @mention") and not _has(low, "compute"):
+        return _mentioned(asked)
+    if _has(low, "compute") and frame is not None and "run_code" in offered:
+        code = compute_code(frame, column, question)
+        return _call("run_code", {"code": code}, "Let me compute that (you approve the code first). ")
+    if "notebook" in low and "read_notebook" in offered and not any(w in low for w in ("export", "session")):
+        return _call("read_notebook", {})
     if any(w in low for w in ("long", "essay", "story")):
         return Reply.text(LONG_ANSWER)
-    if any(w in low for w in ("plot", "chart", "histogram")):
-        frame = _pick(variables, question, frames)
-        if frame is not None:
-            column = re.search(r"column (\w+)", question)
-            target = f"{frame}[{column.group(1)!r}]" if column else frame
-            code = f"import matplotlib.pyplot as plt\n{target}.plot()\nplt.title('{target}')"
-            return Reply.tool_calls([{"name": "run_code", "args": {"code": code}}], text="Let me plot it. ")
-    if any(w in low for w in ("describe", "summar", "column", "dataframe", "look at")):
-        frame = _pick(variables, question, frames)
-        if frame is not None:
-            return Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": frame}}])
+    if _has(low, "describe") and frame is not None:
+        return _call("describe_dataframe", {"name": _named(asked, question) or frame})
+    named = _named(asked, question)
+    if named is not None and any(w in low for w in ("inspect", "what is", "show me", "look")):
+        return _call("inspect_variable", {"name": named})
     if "variable" in low or "what data" in low:
-        return Reply.tool_calls([{"name": "list_variables", "args": {}}])
-    if "history" in low or "cells" in low:
-        return Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 3}}])
-    return Reply.text(
-        "Hello! I am the offline demo model, so my answers are scripted. "
-        "Ask me to *describe* a DataFrame, list the *variables*, *plot* a column, "
-        f"or write something *long* and press Stop. You asked: {question.strip()[:200]}"
-    )
+        return _call("list_variables", {})
+    if _has(low, "history"):
+        return _call("get_cell_history", {"last_n": 3})
+    if "export" in low:
+        return Reply.text("Run `%agent export` in a cell of its own: it writes the code I ran in this session, "
+                          "the edits you accepted and the cells I inserted, in order, as a new notebook beside "
+                          "this one, so the analysis re-runs without me.")
+    if "session" in low or "resume" in low:
+        return Reply.text("`%agent sessions` lists this notebook's sessions, `%agent resume ID` continues one and "
+                          "`%agent new` starts a fresh one; they are saved beside the notebook and survive a "
+                          "kernel restart. The chat panel (`%agent panel`) shows the current one.")
+    return Reply.text(MENU)
+
+
+def demo_responder(request: RecordedRequest) -> Reply:
+    """Decide the next answer from the user's question, the variables and the steps taken since."""
+    asked = read_request(request)
+    if asked.question.startswith("Fix the error in") or "Attached by %agent fix" in asked.attached:
+        last = asked.last()
+        if last is not None and last.failed and last.name not in ("read_notebook",):
+            return _after_failure(last)
+        return _fix(asked)
+    explicit = _user_tool(asked)
+    last = asked.last()
+    if last is None:
+        return explicit or _first_step(asked)
+    if last.failed or last.denied:
+        return _after_failure(last)
+    low = asked.question.lower()
+    if (_has(low, "edit") and "cell" in low and last.name in ("read_notebook", "edit_cell")
+            and len(asked.steps) < MAX_STEPS):
+        return _edit(asked)
+    return _summary(last)
 
 
 def start(*, chunk_delay: float = 0.01, provider: str = "openai-compatible") -> FakeLLMServer:
@@ -145,3 +254,6 @@ def start(*, chunk_delay: float = 0.01, provider: str = "openai-compatible") -> 
 
 def running() -> FakeLLMServer | None:
     return _server
+
+
+__all__ = ["DEMO_MODEL", "LONG_ANSWER", "MENU", "demo_responder", "running", "start", "valid"]

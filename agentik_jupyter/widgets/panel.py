@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
+from ..notebook.attachments import shown_text
 from ..security.scrub import scrub
 from ..store import ChatState
 from ..types import ChatMessage, End, Event, StartResponse, ToolCall
@@ -32,6 +33,8 @@ SUBMIT_SETTLE_S = 0.5
 
 
 def user_html(text: str) -> str:
+    """The user's bubble: what they asked, without what was attached for the model (@mentions, a fix's details)."""
+    text = shown_text(text)
     return (f'<div class="agentik-user" style="background:#f3f6fa;padding:2px 6px;border-radius:4px">'
             f'<b>You:</b> <span style="white-space:pre-wrap">{escape(text)}</span></div>')
 

@@ -27,6 +27,23 @@ ENDINGS: dict[str, str] = {
 }
 
 
+DENIED = "The user did not approve"
+"""How the error of a call the user denied begins (orchestrator.py): a choice, not a failure."""
+
+
+def is_failure(error: str | None) -> bool:
+    """Whether a tool result's error means the tool failed (not that the user said no)."""
+    return error is not None and not error.startswith(DENIED)
+
+
+def ending_text(reason: str | None, failed_tools: int = 0) -> str:
+    """How a turn ended, in words. A turn that answered after a tool call failed is not simply
+    "Done": the answer was written without what that call should have given."""
+    if reason == "complete" and failed_tools:
+        return f"⚠ Finished with {failed_tools} failed tool call{'s' if failed_tools > 1 else ''}"
+    return ENDINGS.get(reason or "", "")
+
+
 def usage_text(usage: Usage | None) -> str:
     if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
         return ""
@@ -44,6 +61,7 @@ class StatusLine:
         self._ended: float | None = None
         self._reason: EndReason | None = None
         self._usage: Usage | None = None
+        self._failed_tools = 0
         self._waiting = False
         self._ahead: int | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -80,10 +98,12 @@ class StatusLine:
         self._render()
         self._schedule()
 
-    def end(self, reason: EndReason, usage: Usage | None) -> None:
+    def end(self, reason: EndReason, usage: Usage | None, *, failed_tools: int = 0) -> None:
+        """The turn ended; `failed_tools`: its tool calls that failed (the line then says so)."""
         if self._started is None:
             self._started = self.clock()
         self._ended, self._reason, self._usage = self.clock(), reason, usage
+        self._failed_tools = failed_tools
         self._cancel()
         self._render()
 
@@ -95,7 +115,7 @@ class StatusLine:
             return f"⏳ Queued ({self._ahead} ahead)" if self._ahead else "Waiting for the previous turn…"
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:
-            parts = [ENDINGS.get(self._reason or "complete", "Done"), elapsed, usage_text(self._usage)]
+            parts = [ending_text(self._reason or "complete", self._failed_tools), elapsed, usage_text(self._usage)]
             return " · ".join(p for p in parts if p)
         state = self._store.get()
         if state.status == "processing":

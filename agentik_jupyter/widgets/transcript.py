@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from ..notebook.attachments import shown_text
 from ..types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
 from .cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
 from .markdown import escape, render_markdown
 from .sanitize import sanitize_html
-from .status import ENDINGS, usage_text
+from .status import ending_text, is_failure, usage_text
 
 TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
 TRANSCRIPT_VERSION = 1
@@ -62,8 +63,8 @@ def transcript_entries(
     tools: dict[str, dict[str, Any]] = {}
     for m in messages:
         if m.role == "user":
-            if question is None:
-                entries.append({"role": "user", "content": m.content})
+            if question is None:  # what the user asked, not what was attached for the model
+                entries.append({"role": "user", "content": shown_text(m.content)})
         elif m.role == "assistant":
             if m.error is not None:
                 entries.append({"role": "error", "message": m.error, "code": None})
@@ -84,6 +85,11 @@ def transcript_entries(
             entry.update(result=text, error=r.error, duration_ms=r.duration_ms, truncated=cut,
                          display=_display_payload(r.display))
     return entries
+
+
+def failed_tools(entries: list[dict[str, Any]]) -> int:
+    """Tool calls of these entries that failed (a call the user denied did not fail)."""
+    return sum(1 for e in entries if e["role"] == "tool" and is_failure(e.get("error")))
 
 
 def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
@@ -122,7 +128,7 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
                 f"error: {result.error}" if result.error is not None else str(result.result or ""))
             short, cut = truncate(outcome, PLAIN_RESULT_LIMIT)
             lines.append(f"[tool] {call.name} -> {short}{'…' if cut else ''}")
-    footer = " · ".join(p for p in (ENDINGS.get(status or "", ""), usage_text(usage)) if p)
+    footer = " · ".join(p for p in (ending_text(status, failed_tools(entries)), usage_text(usage)) if p)
     if footer:
         lines.append(f"[{footer}]")
     return "\n".join(lines)
@@ -143,7 +149,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
         else:
             out.append(card_html(*_entry_call(e)))
-    parts = [ENDINGS.get(payload.get("status") or "", "")]
+    parts = [ending_text(payload.get("status"), payload.get("failed_tools", 0))]
     if payload.get("elapsed_s") is not None:
         parts.append(f"{payload['elapsed_s']:.1f} s")
     usage = payload.get("usage")
@@ -191,6 +197,8 @@ def transcript_bundle(
          "status": "complete" | "max_iterations" | "interrupted" | "error" | null,
          "usage": {"input_tokens": int | null, "output_tokens": int | null} | null,
          "elapsed_s": float | null,
+         "failed_tools": int,        # only when > 0: tool calls that failed (not those the user denied);
+                                     # the footer then reads "⚠ Finished with n failed tool call(s)"
          "entries": [
            {"role": "user", "content": str},
            {"role": "assistant", "content": str},        # Markdown; render it escaped
@@ -219,6 +227,9 @@ def transcript_bundle(
         "elapsed_s": round(elapsed_s, 3) if elapsed_s is not None else None,
         "entries": entries,
     }
+    failed = failed_tools(entries)
+    if failed:
+        payload["failed_tools"] = failed
     markup = _html(entries, payload)
     return {
         "text/plain": _plain(entries, status, usage),

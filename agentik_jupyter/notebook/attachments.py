@@ -1,0 +1,39 @@
+"""What a question carries that the user did not type: @mention descriptions, a fix's traceback.
+
+The model gets the whole text (question, a blank line, then sections that each begin
+"Attached by ..."); the user sees only what they asked, wherever a question is shown again
+(the panel, a conversation's transcript). A fix turn's question is a short line the user can
+read, and its details wait here until the turn starts (`hold`), when the session's expander
+adds them (`take`): the same path @mentions take.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from typing import Any
+
+ATTACHED = "\n\nAttached by "
+"""How every attached section begins; a question is shown up to the first one."""
+
+_held: dict[int, dict[str, deque[str]]] = defaultdict(lambda: defaultdict(deque))
+
+
+def shown_text(content: str) -> str:
+    """The question as the user asked it: the text before its first attached section."""
+    return content.split(ATTACHED, 1)[0]
+
+
+def attach(question: str, header: str, body: str) -> str:
+    """`question` with one attached section (`header` begins "Attached by ...")."""
+    return f"{question}\n\n{header}\n\n{body}"
+
+
+def hold(shell: Any, question: str, attachment: str) -> None:
+    """Keep `attachment` (a whole section, "Attached by ..." first) for the next turn that asks `question`."""
+    _held[id(shell)][question].append(attachment)
+
+
+def take(shell: Any, question: str) -> str | None:
+    """The section held for `question` (once), if any."""
+    waiting = _held.get(id(shell), {}).get(question)
+    return waiting.popleft() if waiting else None
