@@ -10,6 +10,10 @@ matplotlib are not thread-safe) and a kernel interrupt reaches it. A long synchr
 tool can opt into a worker thread with `@tool(thread=True)`: the kernel and the Stop
 button stay responsive while it runs, but it may run beside the user's next cell, and
 Stop abandons it rather than stopping it (the thread runs to its end).
+
+Whether it asks (`policy`): a user's tool may do anything (send mail, delete files), so one
+that does not say otherwise asks the user before each run (`ask`), like `run_code`. A
+read-only tool says `policy="auto"`; the built-in data tools say so themselves.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from pydantic import BaseModel, TypeAdapter
 from .types import ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
 
 T = TypeVar("T")
+
+USER_DEFAULT_POLICY: ApprovalPolicy = "ask"
+"""The policy of a user tool that names none: it may have side effects the user never saw."""
 
 
 class DuplicateToolError(ValueError):
@@ -78,9 +85,11 @@ class ToolRegistry(DefinitionRegistry[ToolDefinition]):
             return self.add(name, replace=replace)
         if item is None:
             raise TypeError(f"register({name!r}) needs the ToolDefinition to register")
-        return super().register(name, item, replace=replace)
+        return super().register(name, _with_default_policy(item), replace=replace)
 
     def add(self, definition: ToolDefinition, *, replace: bool = False) -> ToolDefinition:
+        """Register `definition`; a user tool built without a policy is registered as `ask`."""
+        definition = _with_default_policy(definition)
         existing = self.get(definition.name)
         redefinition = (
             existing is not None and existing.origin is not None and existing.origin == definition.origin
@@ -96,6 +105,13 @@ class ToolRegistry(DefinitionRegistry[ToolDefinition]):
         if definition is None:
             raise KeyError(f"No tool named {name!r}.")
         self._items[name] = definition.model_copy(update={"policy": policy})
+
+
+def _with_default_policy(definition: ToolDefinition) -> ToolDefinition:
+    """A user's ToolDefinition that never set `policy` (the model's default is `auto`) asks."""
+    if definition.source != "user" or "policy" in definition.model_fields_set:
+        return definition
+    return definition.model_copy(update={"policy": USER_DEFAULT_POLICY})
 
 
 _SCALARS: dict[type, ParameterType] = {
@@ -187,14 +203,17 @@ def definition_from_function(
     *,
     name: str | None = None,
     description: str | None = None,
-    policy: ApprovalPolicy = "auto",
+    policy: ApprovalPolicy | None = None,
     source: str = "user",
     thread: bool = False,
 ) -> ToolDefinition:
     """Build a ToolDefinition from a function's signature, hints and docstring.
 
     `thread=True` runs a synchronous function in a worker thread (see the module docstring).
+    Without a `policy`, a user tool asks before each run; a built-in one runs (`auto`).
     """
+    if policy is None:
+        policy = USER_DEFAULT_POLICY if source == "user" else "auto"
     if thread and inspect.iscoroutinefunction(fn):
         raise TypeError(f"Tool {fn.__name__!r} is async: it runs on the kernel's loop, thread=True does not apply.")
     doc = inspect.getdoc(fn) or ""
@@ -281,7 +300,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    policy: ApprovalPolicy = "auto",
+    policy: ApprovalPolicy = USER_DEFAULT_POLICY,
     replace: bool = False,
     registry: ToolRegistry | None = None,
     thread: bool = False,
@@ -290,6 +309,11 @@ def tool(
 
     Redefining the same function (re-running its notebook cell) replaces the
     tool; a different function under a taken name needs `replace=True`.
+
+    `policy`: `ask` (the default) shows an approval card before each run, `auto` runs
+    without asking, `deny` never runs. A tool that only reads (looks something up,
+    computes from its arguments) should say `policy="auto"`; one with side effects
+    (sends, writes, deletes, spends) keeps `ask`.
 
     A plain function runs on the kernel's main thread between the user's cells: safe
     with pandas and matplotlib, interruptible with the kernel's Interrupt, but the

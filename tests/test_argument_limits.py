@@ -46,7 +46,7 @@ def nested(depth: int, kind: str = "list") -> Any:
 def echo_registry(ran: list[Any]) -> ToolRegistry:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def echo(data: dict[str, Any] | None = None) -> str:
         """Echo the data back."""
         ran.append(data)
@@ -141,7 +141,7 @@ def _definitions() -> list[Any]:
         """Any data."""
         return "x"
 
-    return [definition_from_function(typed), definition_from_function(anything)]
+    return [definition_from_function(typed, policy="auto"), definition_from_function(anything, policy="auto")]
 
 
 DEFINITIONS = _definitions()

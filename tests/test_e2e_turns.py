@@ -16,7 +16,7 @@ pytestmark = pytest.mark.parametrize("llm_provider", PROVIDERS)
 def make_session() -> tuple[Session, list[object]]:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def get_rows(table: str) -> int:
         """How many rows a table has."""
         return {"sales": 100, "users": 7}[table]

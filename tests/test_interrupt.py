@@ -24,7 +24,7 @@ BUSY_TOOL = '''
 import time
 from agentik_jupyter import tool
 
-@tool
+@tool(policy="auto")
 async def crunch(n: int) -> str:
     """Crunch numbers (holds the kernel's main thread for a while)."""
     start = time.monotonic()

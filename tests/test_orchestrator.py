@@ -31,7 +31,7 @@ def user(text: str = "hi") -> list[ChatMessage]:
 def echo_registry() -> ToolRegistry:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def echo_context(text: str = "x") -> str:
         """Echo the text back."""
         return f"echo:{text}"
@@ -75,7 +75,7 @@ async def test_tool_call_then_final_answer() -> None:
 async def test_throwing_tool_becomes_error_result_and_loop_goes_on() -> None:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def explode() -> str:
         raise ValueError("kaboom")
 
@@ -92,7 +92,7 @@ async def test_wrong_argument_type_is_not_executed() -> None:
     reg = ToolRegistry()
     reg.add(ToolDefinition(
         name="get_asset", parameters=[ToolParameter(key="assetId", type="string", required=False)],
-        execute=lambda assetId=None: ran.append(assetId),
+        execute=lambda assetId=None: ran.append(assetId), policy="auto",
     ))
     orch, _, chat, _, _ = make([Step.call("get_asset", {"assetId": 123}), Step.say("ok")], reg)
     await orch.run(user())
@@ -105,7 +105,7 @@ async def test_missing_optional_argument_runs() -> None:
     reg = ToolRegistry()
     reg.add(ToolDefinition(
         name="get_asset", parameters=[ToolParameter(key="assetId", type="string", required=False)],
-        execute=lambda assetId=None: ran.append(assetId) or "fine",
+        execute=lambda assetId=None: ran.append(assetId) or "fine", policy="auto",
     ))
     orch, _, chat, _, _ = make([Step.call("get_asset", {}), Step.say("ok")], reg)
     await orch.run(user())
@@ -154,7 +154,7 @@ async def test_interrupt_mid_tool_leaves_stores_consistent() -> None:
     release = threading.Event()
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     async def slow() -> str:
         started.set()
         await asyncio.sleep(30)
@@ -195,17 +195,17 @@ async def test_sync_tools_run_on_the_loop_thread_unless_they_opt_into_a_thread()
     loop_thread = threading.get_ident()
     where: dict[str, int] = {}
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def sync_tool() -> str:
         where["sync"] = threading.get_ident()
         return "s"
 
-    @tool(registry=reg, thread=True)
+    @tool(registry=reg, thread=True, policy="auto")
     def threaded_tool() -> str:
         where["threaded"] = threading.get_ident()
         return "t"
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     async def async_tool() -> str:
         where["async"] = threading.get_ident()
         return "a"
@@ -236,7 +236,7 @@ async def test_ask_policy_without_approval_is_denied_and_deny_never_runs() -> No
 async def test_long_results_are_truncated_with_a_note() -> None:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def big() -> str:
         return "y" * 50_000
 

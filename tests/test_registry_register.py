@@ -17,6 +17,7 @@ def get_asset() -> ToolDefinition:
         description="Look up an asset",
         parameters=[ToolParameter(key="assetId", type="string", required=True)],
         execute=lambda assetId: f"asset {assetId}",
+        policy="auto",
     )
 
 

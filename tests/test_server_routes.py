@@ -100,7 +100,7 @@ async def test_a_turn_through_the_server_transport(server: RunningServer, llm: F
 
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def row_count(table: str) -> int:
         """Rows in a table."""
         return 42

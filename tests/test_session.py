@@ -19,12 +19,12 @@ from agentik_jupyter.types import AgentContext, AssistantMessage, ErrorRecord, T
 def registry() -> ToolRegistry:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def lookup(key: str) -> str:
         """Look a key up."""
         return f"value-of-{key}"
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     async def slow() -> str:
         await asyncio.sleep(30)
         return "late"

@@ -77,12 +77,12 @@ async def test_a_plain_tool_holds_the_loop_and_a_threaded_one_does_not() -> None
     only when the tool runs in a worker thread."""
     registry = ToolRegistry()
 
-    @tool(registry=registry)
+    @tool(registry=registry, policy="auto")
     def plain_wait() -> str:
         time.sleep(0.3)
         return "plain"
 
-    @tool(registry=registry, thread=True)
+    @tool(registry=registry, thread=True, policy="auto")
     def threaded_wait() -> str:
         time.sleep(0.3)
         return "threaded"
@@ -114,7 +114,7 @@ def test_thread_true_is_for_synchronous_tools_only() -> None:
         return "x"
 
     with pytest.raises(TypeError, match="async"):
-        definition_from_function(fetch, thread=True)
+        definition_from_function(fetch, thread=True, policy="auto")
 
 
 # ---- KeyboardInterrupt is a Stop, not a tool error ----
@@ -144,7 +144,7 @@ def test_keyboard_interrupt_never_becomes_a_tool_error_for_the_model(shell: Inte
     register_context_tools(registry, shell)
     registry.set_policy("run_code", "auto")
 
-    @tool(registry=registry)
+    @tool(registry=registry, policy="auto")
     def interrupted_tool() -> str:
         """Interrupted."""
         raise KeyboardInterrupt

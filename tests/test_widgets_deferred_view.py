@@ -163,7 +163,7 @@ async def test_a_view_never_shown_is_built_now_as_before(comm_log: CommLog) -> N
 
 def tool_session(steps: list[Step], **options: bool) -> Session:
     registry = ToolRegistry()
-    registry.add(definition_from_function(lambda: "rows: 3", name="peek", **options))
+    registry.add(definition_from_function(lambda: "rows: 3", name="peek", policy="auto", **options))
     return Session(ScriptedTransport(steps), registry, temporary=True)
 
 

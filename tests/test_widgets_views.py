@@ -26,23 +26,23 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 def tools() -> ToolRegistry:
     reg = ToolRegistry()
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def frame(rows: int = 2) -> ToolOutput:
         """A DataFrame preview."""
         df = pd.DataFrame({"x": range(rows), "y": ["<b>a</b>"] * rows})
         return ToolOutput(text=df.to_string(), display={"text/html": df.to_html()})
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def plot() -> ToolOutput:
         """An image."""
         return ToolOutput(text="a figure", display={"image/png": PNG})
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def boom() -> str:
         """Fails."""
         raise ValueError("kaboom <script>")
 
-    @tool(registry=reg)
+    @tool(registry=reg, policy="auto")
     def big() -> str:
         """Long text."""
         return "z" * 10_000

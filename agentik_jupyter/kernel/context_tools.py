@@ -244,7 +244,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         return await propose_cell(shell, source)
 
     plain = [list_variables, inspect_variable, describe_dataframe, get_cell_history, insert_cell]
-    tools = [definition_from_function(fn, source="builtin") for fn in plain]
+    tools = [definition_from_function(fn, policy="auto", source="builtin") for fn in plain]  # reads and proposals
     tools[0].quick = True  # list_variables reads names and types, like the prompt's variable list
     tools.insert(4, definition_from_function(run_code, policy="ask", source="builtin"))
     return tools

@@ -164,7 +164,8 @@ def make_notebook_tools(
                                "ask the user to re-run them") from None
         return ToolOutput(text=text, display={"text/plain": text})
 
-    tools = [definition_from_function(fn, source="builtin") for fn in (read_notebook, edit_cell, delete_cell)]
+    proposals = (read_notebook, edit_cell, delete_cell)  # a read, and changes the user accepts on the cell
+    tools = [definition_from_function(fn, policy="auto", source="builtin") for fn in proposals]
     rerun_tool.append(definition_from_function(run_cells, policy="ask", source="builtin"))
     return tools + rerun_tool
 

@@ -130,14 +130,14 @@ secret_holder = os.environ["LLM_API_KEY"]
 settings = {{{{"auth": "Bearer " + secret_holder, "basic": base64.b64encode(("user:" + secret_holder).encode()).decode(),
             "escaped": repr(secret_holder + "\\n"), "nested": [{{{{"token": secret_holder}}}}]}}}}
 
-@tool
+@tool(policy="auto")
 def show_credentials() -> ToolOutput:
     \"\"\"Shows the connection settings.\"\"\"
     key = os.environ["LLM_API_KEY"]
     return ToolOutput(text="settings: " + key, display={{{{"text/html": "<b>" + key + "</b>", "text/plain": key,
                                                          "application/json": {{{{"key": key}}}}}}}})
 
-@tool
+@tool(policy="auto")
 def failing_tool() -> str:
     \"\"\"Fails.\"\"\"
     raise RuntimeError("could not connect with " + os.environ["LLM_API_KEY"])
