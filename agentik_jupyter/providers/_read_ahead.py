@@ -4,9 +4,12 @@ A provider's server writes faster than Python parses: one socket read brings hun
 events, and httpx2 still hands them over one HTTP chunk at a time. A task collects the
 chunks; when the consumer next runs (the task then waits for the network), the chunks read
 meanwhile are assembled together, a run of plain text events at once (`feed_many`), and the
-consumer takes the lot as one delta per kind. Nothing is held back: a slow stream still
-arrives token by token, and a fast one costs the turn one event per read instead of one per
-token.
+consumer takes the lot as one delta per kind. A fast stream costs the turn one event per read
+instead of one per token. A stream at a model's pace (a token every few milliseconds) is
+handed over at most HANDOVER_HZ times a second while it flows: the first words and the end at
+once, the tokens in between gathered for up to 1 / HANDOVER_HZ seconds (a screen shows ~30
+updates a second at best; each hand-over wakes the turn, its stores and its views). Tokens
+further apart than that still arrive one by one.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from . import _constants as C
 from ._http import error_from_transport
 from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
+HANDOVER_HZ = 30.0
+"""The most hand-overs a second while a stream flows (see the module's docstring)."""
 
 Assembled = Union[ProviderDelta, str]
 """What an assembly hands over: a delta, or a bare string of answer text (a `TextDelta` without
@@ -117,6 +122,25 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
     failure: list[BaseException] = []
     body_over = False
     cut: list[BaseException] = []  # the transport error that ended the body, if one did
+    loop = asyncio.get_running_loop()
+    handed = float("-inf")  # when deltas were last handed over
+    waking: list[asyncio.Future[None]] = []  # the consumer's gathering pause, ended early by the body's end
+
+    def wake() -> None:
+        for pause in waking:
+            if not pause.done():
+                pause.set_result(None)
+        waking.clear()
+
+    async def gather(seconds: float) -> None:
+        """Let more chunks arrive for `seconds`, unless the body ends first."""
+        pause = loop.create_future()
+        waking.append(pause)
+        timer = loop.call_later(seconds, wake)
+        try:
+            await pause
+        finally:
+            timer.cancel()
 
     def assemble() -> None:
         if chunks and not failure:
@@ -144,11 +168,15 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
         finally:
             body_over = True
             arrived.set()
+            wake()
 
-    task = asyncio.get_running_loop().create_task(pump())
+    task = loop.create_task(pump())
     try:
         while True:
             await arrived.wait()
+            soon = handed + 1 / HANDOVER_HZ - loop.time()
+            if soon > 0 and not body_over:
+                await gather(soon)
             arrived.clear()
             assemble()
             over = bool(failure) or assembly.done or body_over
@@ -161,6 +189,8 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
                     except Exception as exc:
                         failure.append(exc)
             batch, pending[:] = pending[:], []
+            if batch:
+                handed = loop.time()
             for delta in merge(batch):
                 yield delta
             if over:
