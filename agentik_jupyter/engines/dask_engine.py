@@ -10,12 +10,14 @@ a true engine-side sample whose row count also estimates the total.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .base import ColumnStats, Head, Job, StatsResult
-from .limits import KMV_SIZE, MIN_SAMPLE_PARTITIONS, SAMPLE_PARTITION_SHARE
+from .limits import KMV_SIZE, MAX_DASK_THREADS, MIN_SAMPLE_PARTITIONS, SAMPLE_PARTITION_SHARE
 
 
 class _Cancelled(Exception):
@@ -67,9 +69,33 @@ def _compute(build: Callable[[], list[Any]]) -> Job[list[Any]]:
         scheduler = dask.config.get("scheduler", None) or "threads"
         if isinstance(scheduler, str):
             scheduler = sys.modules["dask.base"].named_schedulers.get(scheduler.lower(), scheduler)
-        return list(dask.compute(*build(), scheduler=scheduler, callbacks=[(None, None, pretask, None, None)]))
+        threaded = sys.modules.get("dask.threaded")
+        pool = None
+        if threaded is not None and scheduler is threaded.get and dask.config.get("pool", None) is None:
+            pool = _own_pool(threaded, dask.config.get("num_workers", None))
+        try:
+            return list(dask.compute(
+                *build(), scheduler=scheduler, callbacks=[(None, None, pretask, None, None)],
+                **({"pool": pool} if pool is not None else {}),
+            ))
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
     return Job(run_local, cancelled.set)
+
+
+def _own_pool(threaded: Any, num_workers: int | None) -> Any:
+    """Threads for this one call, drained before the call returns.
+
+    A cancel stops dask starting tasks, not the ones running (a partition may take seconds and
+    hundreds of MB to make). On dask's shared pool they would go on after the call had failed, beside
+    the next phase's; waiting for our own pool keeps them inside the call, so the runner knows when
+    the work, and its memory, is really gone. MAX_DASK_THREADS caps the partitions held at once.
+    """
+    workers = num_workers or min(os.cpu_count() or 1, MAX_DASK_THREADS)
+    executor = getattr(threaded, "ContextAwareThreadPoolExecutor", ThreadPoolExecutor)
+    return executor(max_workers=workers, thread_name_prefix="agentik-dask")
 
 
 def _partition_stats(part: Any, keys: list[Any], ordered: set[Any], numeric: set[Any]) -> dict[str, Any]:

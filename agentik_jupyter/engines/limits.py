@@ -20,6 +20,8 @@ FULL_STATS_SHARE = 1.0
 SAMPLE_ROWS = 100_000
 SAMPLE_PARTITION_SHARE = 0.01
 MIN_SAMPLE_PARTITIONS = 1
+# Threads (so partitions in memory at once) a local Dask describe uses, at most.
+MAX_DASK_THREADS = 4
 # Hashes kept per column by the Dask distinct-count sketch (k minimum values; ~3% error).
 KMV_SIZE = 1_024
 # How long a cancelled engine call may take to wind down before the tool returns anyway.

@@ -39,14 +39,22 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
-def _attempt(job: Job[T], deadline: float) -> tuple[T | None, str]:
-    """(value, '') or (None, why): over budget and cancelled, or the engine's error."""
+def _attempt(job: Job[T], deadline: float) -> tuple[T | None, str, Callable[[], T | None]]:
+    """(value, '', …) or (None, why, late): over budget and cancelled, or the engine's error.
+
+    `late()` is the value of a cancelled call that finished while winding down (a Dask head whose
+    one partition was already being made), else None.
+    """
     try:
-        return run_bounded(job, deadline), ""
-    except OverBudget:
-        return None, "over budget"
+        return run_bounded(job, deadline), "", _none
+    except OverBudget as exc:
+        return None, "over budget", exc.late
     except Exception as exc:
-        return None, _error(exc)
+        return None, _error(exc), _none
+
+
+def _none() -> None:
+    return None
 
 
 def summarize(engine: Engine, name: str, columns: list[str] | None, budget_s: float) -> Summary:
@@ -60,10 +68,7 @@ def summarize(engine: Engine, name: str, columns: list[str] | None, budget_s: fl
     def mark(share: float) -> float:
         return started + budget_s * share
 
-    head, why = _attempt(engine.head(HEAD_ROWS), mark(HEAD_SHARE))
-    summary.head = head
-    if head is None:
-        summary.notes.append(f"first rows: not shown ({why})")
+    summary.head, why, late_head = _attempt(engine.head(HEAD_ROWS), mark(HEAD_SHARE))
     cheap = engine.cheap_rows()
     if cheap is not None:
         summary.rows, summary.rows_exact, summary.rows_note = cheap, True, "from metadata"
@@ -74,12 +79,16 @@ def summarize(engine: Engine, name: str, columns: list[str] | None, budget_s: fl
             _count(engine, summary, mark(1.0))
     finally:
         release_freed_memory()
+    if summary.head is None:
+        summary.head = late_head()
+    if summary.head is None:
+        summary.notes.append(f"first rows: not shown ({why})")
     return summary
 
 
 def _count(engine: Engine, summary: Summary, deadline: float) -> bool:
     """The exact row count if it fits; False when counting did not fit (whole-data statistics will not either)."""
-    count, why = _attempt(engine.count(), deadline)
+    count, why, _ = _attempt(engine.count(), deadline)
     if count is not None:
         summary.rows, summary.rows_exact, summary.rows_note = count, True, ""
         return True
@@ -91,7 +100,7 @@ def _count(engine: Engine, summary: Summary, deadline: float) -> bool:
 def _statistics(engine: Engine, summary: Summary, budget_s: float, mark: Callable[[float], float]) -> None:
     """An engine-side sample's statistics first (bounded work), then the whole data's if they fit."""
     total = summary.rows if summary.rows_exact else None
-    sample, sample_why = _attempt(engine.sample_stats(summary.profiled, total), mark(SAMPLE_SHARE))
+    sample, sample_why, _ = _attempt(engine.sample_stats(summary.profiled, total), mark(SAMPLE_SHARE))
     if sample is not None and sample.covers_all:
         sample.sample_how = ""
         summary.stats = sample
@@ -99,7 +108,7 @@ def _statistics(engine: Engine, summary: Summary, budget_s: float, mark: Callabl
         return
     full, why = None, "over budget"
     if summary.rows_exact or _count(engine, summary, mark(COUNT_SHARE)):
-        full, why = _attempt(engine.full_stats(summary.profiled), mark(FULL_STATS_SHARE))
+        full, why, _ = _attempt(engine.full_stats(summary.profiled), mark(FULL_STATS_SHARE))
     if full is not None:
         summary.stats = full
         summary.rows, summary.rows_exact, summary.rows_note = full.rows, True, ""
