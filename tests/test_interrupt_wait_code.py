@@ -11,6 +11,7 @@ at once and the thread finishes on its own.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -19,6 +20,7 @@ import pytest
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from .kernel_support import AGENT_EXPR, RawKernel, audit, kernel_env, roles, transcript, wait_for
+from .test_subshell import comm_of, create_subshell, send_on_subshell
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -28,6 +30,7 @@ MARGIN = 8.0  # seconds; the code would run 20 s (or forever) if the interrupt d
 
 SLEEP = "open({marker!r}, 'w').close()\nimport time\ntime.sleep(20)\n'woke up'"
 SPIN = "open({marker!r}, 'w').close()\nwhile True:\n    pass"
+AWAIT = "open({marker!r}, 'w').close()\nimport asyncio\nawait asyncio.sleep(20)"
 SLEEPING_TOOL = '''
 import time
 from agentik_jupyter import tool
@@ -89,7 +92,7 @@ def assert_stopped_and_alive(kernel: RawKernel, server: FakeLLMServer, db_path: 
     assert roles(audit(db_path))[-1] == "AssistantMessage"
 
 
-@pytest.mark.parametrize("code", [SLEEP, SPIN], ids=["sleep", "busy-loop"])
+@pytest.mark.parametrize("code", [SLEEP, SPIN, AWAIT], ids=["sleep", "busy-loop", "top-level-await"])
 def test_interrupt_stops_run_code_in_a_wait_cell(server: FakeLLMServer, tmp_path: Path, code: str) -> None:
     kernel, db_path = start(server, tmp_path)
     try:
@@ -174,5 +177,58 @@ def test_interrupt_stops_run_code_of_a_background_turn(server: FakeLLMServer, tm
         server.push(Reply.text("Still here."))
         after = kernel.execute("%%agent --wait\nAre you there?", timeout=40)
         assert "Still here." in transcript(after.outputs)["text/plain"]
+    finally:
+        kernel.close()
+
+
+def test_interrupt_stops_run_code_of_a_panel_turn(server: FakeLLMServer, tmp_path: Path) -> None:
+    """A turn sent from the chat panel (widget messages on a subshell, as JupyterLab sends them)."""
+    kernel, db_path = start(server, tmp_path)
+    try:
+        marker = tmp_path / "started"
+        server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
+                    Reply.text("never asked"))
+        assert kernel.execute("%agent panel").ok
+        kernel.drain(0.3)
+        subshell = create_subshell(kernel)
+        box = comm_of(kernel, "TextModel", placeholder="Ask the agent")
+        send_on_subshell(kernel, subshell, box, {"method": "update", "state": {"value": "Spin."}, "buffer_paths": []})
+        time.sleep(0.3)
+        send_on_subshell(kernel, subshell, comm_of(kernel, "ButtonModel", description="Send"),
+                         {"method": "custom", "content": {"event": "click"}})
+        wait_for(marker.exists, 20, "the agent's code to start")
+        time.sleep(0.5)
+        interrupted = time.monotonic()
+        kernel.km.interrupt_kernel()
+        kernel.wait_until(f"not {S}.busy", timeout=MARGIN, interval=0.1)
+        assert time.monotonic() - interrupted < MARGIN
+        entries = audit(db_path)
+        assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", roles(entries)
+        assert kernel.value("kept") == 41 and len(server.requests) == 1
+    finally:
+        kernel.close()
+
+
+def test_interrupt_stops_a_background_turns_code_while_an_async_cell_runs(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """While another async cell runs, ipykernel's handler holds SIGINT: the agent's code that
+    holds the loop is what the Interrupt stops (a second Interrupt would stop the cell)."""
+    kernel, db_path = start(server, tmp_path)
+    try:
+        marker = tmp_path / "started"
+        spin = Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}])
+        server.push(replace(spin, fault_kind="slow_first_byte", delay=2.0))  # the cell below starts first
+        assert kernel.execute("%%agent\nSpin.").ok
+        cell = kernel.submit("import asyncio\nawait asyncio.sleep(6)\nprint('cell done')")
+        time.sleep(0.5)
+        wait_for(marker.exists, 20, "the agent's code to start")
+        time.sleep(0.5)
+        kernel.km.interrupt_kernel()
+        finished = kernel.collect(cell, timeout=20)
+        assert "cell done" in finished.text
+        entries = audit(db_path)
+        assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", roles(entries)
+        assert kernel.value("kept") == 41
     finally:
         kernel.close()
