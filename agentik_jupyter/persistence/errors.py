@@ -20,6 +20,26 @@ class NotASessionDBError(SessionDBError):
         self.path = path
 
 
+class SymlinkedFileError(NotASessionDBError):
+    """The sessions file, or a -wal/-shm/-journal beside it, is a symbolic link: refused, never followed.
+
+    SQLite follows links, so a shipped ``nb.agentik.db`` linking elsewhere (or nowhere yet) would
+    have every turn written wherever it points. A NotASessionDBError, so callers treat it as a
+    file they must leave alone (the server answers 409).
+    """
+
+    def __init__(self, path: Path, link: Path, target: str) -> None:
+        where = "" if link == path else f" beside the sessions file {path}"
+        SessionDBError.__init__(
+            self,
+            f"{link}{where} is a symbolic link (to {target}); agentik does not open sessions files through "
+            "symbolic links, so nothing was written through it. Replace the link with the file itself, "
+            "or point AGENTIK_DB_PATH at the real file.",
+        )
+        self.path = path
+        self.link = link
+
+
 def open_error(path: Path, exc: Exception) -> SessionDBError:
     """The right error for a failure to open ``path``: foreign file, or a place we cannot write."""
     code = getattr(exc, "sqlite_errorcode", None)

@@ -15,15 +15,20 @@ the working directory as ``agentik.agentik.db``, and the returned source says so
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import SymlinkedFileError
+
 DB_SUFFIX = ".agentik.db"
 FALLBACK_STEM = "agentik"
 DB_PATH_ENV = "AGENTIK_DB_PATH"
 NOT_FOUND = "not found: using the working directory"
+# The files SQLite keeps beside a database; any of them linked elsewhere would be written through.
+COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
 def _as_notebook(value: Any, cwd: Path) -> Path | None:
@@ -93,3 +98,25 @@ def locate_db(user_ns: Mapping[str, Any], environ: Mapping[str, str], cwd: Path 
     if environ.get(DB_PATH_ENV, "").strip():
         source = f"{source}; file set by {DB_PATH_ENV}"
     return DBLocation(db_path_for(notebook, environ, here), notebook, source)
+
+
+def refuse_symlinks(path: Path) -> None:
+    """Raise SymlinkedFileError if ``path`` or one of its companion files is a symbolic link.
+
+    Only the files themselves: a linked *folder* on the way is the user's layout, as in the file
+    browser. Missing files are fine (SQLite creates them, as regular files, here).
+    """
+    for link in (path, *(path.with_name(path.name + suffix) for suffix in COMPANION_SUFFIXES)):
+        try:
+            is_link = stat.S_ISLNK(os.lstat(link).st_mode)
+        except OSError:
+            continue
+        if is_link:
+            raise SymlinkedFileError(path, link, _link_target(link))
+
+
+def _link_target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError:
+        return "an unreadable target"
