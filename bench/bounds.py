@@ -1,4 +1,4 @@
-"""The bounds issue #14 sets, checked against the figures of one `make bench` run."""
+"""The bounds issues #14 and #22 set, checked against the figures of one `make bench` run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ BOUNDS: list[tuple[str, float, str]] = [
     ("kernel_turns.tool_call.comm_open", 8, "widgets opened per turn with one tool call"),
     ("kernel_turns.plain.widget_updates_per_1000_tokens", 60, "widget updates per 1,000 streamed tokens"),
     ("kernel_turns.tool_call.widget_updates_per_1000_tokens", 60, "the same with one tool call"),
+    ("paced_turns.plain.first_words_s", 0.03, "a paced answer's first frame to its first words on the client (s)"),
+    ("paced_turns.plain.bytes_per_answer_byte", 4.0, "bytes to the frontend per byte of a paced answer"),
+    ("paced_turns.plain.cpu_ratio", 1.3, "kernel CPU of a paced turn / of the raw read of the same stream"),
+    ("paced_turns.tool_call.cpu_ratio", 1.6, "the same with a call of a user @tool (sync), both responses paced"),
     ("saved_turn.bytes_per_answer_byte", 2.0, "a 1 MB answer's growth of the saved .ipynb (nbclient)"),
     ("user_cell_latency.added_s", 0.020, "`1+1` while a turn streams at full speed, minus idle (s)"),
     ("resume_10k.resume_s", 0.1, "%agent resume of a 10,000-message session (s)"),

@@ -195,6 +195,8 @@ class StreamBuffer:
         """Cut the live part where the Markdown allows once it is big enough, and seal it."""
         while True:
             size = self._seal_size()
+            if len(self._carry) + len(self._src) < size:
+                return  # (no cut can be due: skip the scan, ~30 times a second while text flows)
             block_end, line_end, fence_at_line, opener = _scan(self._carry + self._src)
             offset = len(self._carry)
             block_end, line_end = block_end - offset, line_end - offset

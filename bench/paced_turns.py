@@ -1,0 +1,136 @@
+"""Turns at a model's pace, in a real kernel, side by side with the raw read of the same stream.
+
+Workload (issue #22): the model thinks THINK_S, then streams the same 4,000-character answer as
+`kernel_turns` in 4-character chunks at PACE_HZ chunks a second (the fake server's `pace`: ~4 s
+a stream). A `%%agent --wait` cell and a cell that reads the same response's bytes with httpx2
+(`__raw_read`, as in `kernel_turns`) alternate in one kernel; medians of REPEATS after a warm-up
+pair. At this pace both cells last as long as the stream, so what a turn costs shows in:
+
+- `first_words_s`: from the moment the server wrote the answer's first frame to the moment the
+  client received the first frontend message (display, display update, widget open or update,
+  stream) that carries answer text: how long the first words wait to be on screen.
+- `bytes_per_answer_byte`: every frontend message of the cell (content JSON plus buffers, the
+  kernel's `status` and `execute_input` echoes left out) per byte of the answer.
+- `cpu_ratio`: the kernel process's CPU time (all threads, read from outside) from the execute
+  request to the cell's idle, against the raw read cell's.
+
+`tool_call` is a turn whose model first calls a user `@tool` (a plain synchronous function,
+`policy="auto"`: it may hold the kernel's loop, so the live view is built before it runs), then
+answers; both responses are paced and thought about, and the raw cell reads the same two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import statistics
+import time
+from typing import Any
+
+from agentik_jupyter.testing import FakeLLMServer, Reply
+
+from .kernel_client import PLUMBING, BenchKernel, kernel_environ, message_bytes
+from .kernel_turns import AGENT_CELL, ANSWER, CHUNK, SETUP, _checked
+
+PACE_HZ = 250.0
+THINK_S = 0.3
+REPEATS = 5
+TOOL_SETUP = '''\
+from agentik_jupyter import tool
+@tool(policy="auto")
+def count_rows(region: str) -> str:
+    """How many rows of the sales frame belong to `region`."""
+    return str(int((sales["region"] == region).sum()))
+'''
+SHOWN = {"display_data", "update_display_data", "comm_open", "comm_msg", "stream", "execute_result"}
+FIRST_WORD = re.compile(r"(?<![A-Za-z])" + re.escape(ANSWER.split()[0]) + r"(?![A-Za-z])")
+"""The answer's first word as it starts the answer (capitalised: the question and the view's
+other texts do not hold it)."""
+
+
+def _replies(tool: bool) -> list[Reply]:
+    answer = Reply.text(ANSWER, chunks=len(ANSWER) // CHUNK, first_byte_after=THINK_S)
+    if not tool:
+        return [answer]
+    call = Reply.tool_calls([{"name": "count_rows", "args": {"region": "north"}}])
+    return [dataclasses.replace(call, fault_kind="slow_first_byte", delay=THINK_S), answer]
+
+
+@dataclasses.dataclass
+class PacedCell:
+    seconds: float
+    cpu_s: float
+    bytes: int
+    first_words_s: float | None
+    messages: int
+    updates: int
+
+
+def _run(kernel: BenchKernel, server: FakeLLMServer, code: str, *, agent: bool) -> PacedCell:
+    """One cell: its CPU in the kernel, and when its first answer text reached the client."""
+    streams_before = len(server.first_frame_at)
+    cpu_before = kernel.cpu_s()
+    started = time.perf_counter()
+    msg_id = kernel.send(code)
+    first_text: list[float] = []
+
+    def seen(msg: dict[str, Any]) -> None:
+        if not first_text and msg["msg_type"] in SHOWN and FIRST_WORD.search(str(msg["content"])):
+            first_text.append(time.perf_counter())
+
+    cell = kernel.wait_idle(msg_id, started, on_message=seen)
+    cpu_s = kernel.cpu_s() - cpu_before
+    if not cell.ok:
+        raise RuntimeError(f"cell failed: {code[:80]!r}\n{cell.text}")
+    if agent:
+        _checked(cell)
+    streams = server.first_frame_at[streams_before:]
+    first_words = first_text[0] - streams[-1] if first_text and streams else None
+    return PacedCell(cell.seconds, cpu_s, sum(message_bytes(m) for m in cell.messages
+                                              if m["msg_type"] not in PLUMBING),
+                     first_words, len(cell.messages), cell.widget_updates)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[str, Any]:
+    requests = 2 if tool else 1
+    raws: list[PacedCell] = []
+    turns: list[PacedCell] = []
+    for i in range(REPEATS + 1):
+        server.push(*_replies(tool))
+        raw = _run(kernel, server, f"await __raw_read({requests})", agent=False)
+        server.push(*_replies(tool))
+        turn = _run(kernel, server, AGENT_CELL, agent=True)
+        if i:  # the first pair warms up imports, the sessions file and the connection pool
+            raws.append(raw)
+            turns.append(turn)
+    raw_cpu, turn_cpu = _median([c.cpu_s for c in raws]), _median([c.cpu_s for c in turns])
+    firsts = [c.first_words_s for c in turns if c.first_words_s is not None]
+    answer_bytes = len(ANSWER.encode())
+    return {
+        "first_words_s": round(_median(firsts), 4) if len(firsts) == len(turns) else None,
+        "first_words_max_s": round(max(firsts), 4) if firsts else None,
+        "bytes_per_answer_byte": round(_median([c.bytes for c in turns]) / answer_bytes, 2),
+        "cpu_ratio": round(turn_cpu / raw_cpu, 2),
+        "turn_cpu_s": round(turn_cpu, 4), "raw_cpu_s": round(raw_cpu, 4),
+        "turn_s": round(_median([c.seconds for c in turns]), 3), "raw_s": round(_median([c.seconds for c in raws]), 3),
+        "messages": _median([c.messages for c in turns]), "widget_updates": _median([c.updates for c in turns]),
+        "model_requests": requests, "pace_hz": PACE_HZ, "think_s": THINK_S,
+    }
+
+
+def paced_turns() -> dict[str, dict[str, Any]]:
+    """Both paced workloads in one kernel; every turn's transcript must hold the exact answer."""
+    with FakeLLMServer(pace=PACE_HZ) as server:
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            kernel.run(TOOL_SETUP)
+            plain = _measure(kernel, server, tool=False)
+            with_tool = _measure(kernel, server, tool=True)
+        finally:
+            kernel.close()
+    return {"plain": plain, "tool_call": with_tool}
