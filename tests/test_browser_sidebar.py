@@ -176,6 +176,10 @@ def test_6_at_in_the_panel_suggests_variables(lab: Lab) -> None:
     choice.click()
     lab.wait(lambda: box.input_value() == "Compare @sales ", 10, "the completed name")
     lab.wait(lambda: not choice.is_visible(), 5, "the suggestions to go")
+    # the box has the focus back: typing goes on where the name ended, nothing is lost
+    lab.wait(lambda: box.evaluate("el => el === document.activeElement"), 5, "the box to have the focus")
+    lab.page.keyboard.type("by units", delay=40)
+    lab.wait(lambda: box.input_value() == "Compare @sales by units", 10, "the typing after the name")
 
 
 def test_7_sidebar_show_older_joins_a_turn_its_pages_cut(lab: Lab) -> None:

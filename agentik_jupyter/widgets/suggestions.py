@@ -59,6 +59,7 @@ class MentionSuggestions:
             self.box.value = f"{text[: match.start()]}@{name} "
         self.names = []
         self.widget.layout.display = "none"
+        self.box.focus()  # the click took the focus: give it back so typing goes on in the box
 
     def _make_button(self, index: int) -> Button:
         button = Button(layout=Layout(width="auto"), button_style="")
