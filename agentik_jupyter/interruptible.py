@@ -41,12 +41,16 @@ def lands_in_tool_code(frame: FrameType | None) -> bool:
     """Whether a signal arriving now, at `frame`, may raise: inside an `interruptible()`
     block's own task, in code that is neither the loop's nor ours."""
     task = _region.get()
-    if task is None:
-        return False
-    loop = asyncio._get_running_loop()
-    if loop is None or asyncio.current_task(loop) is not task:
+    if task is None or _current_task() is not task:
         return False
     return frame is not None and not frame.f_code.co_filename.startswith(_MACHINERY)
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no loop runs in this thread
+        return None
 
 
 class _Handler:
@@ -77,7 +81,7 @@ def interruptible(on_interrupt: Callable[[], None] | None = None) -> Iterator[No
     a tool that swallows the KeyboardInterrupt still lets the caller see it happened.
     Outside the main thread, or with no running task, the block changes nothing.
     """
-    task = asyncio.current_task() if asyncio._get_running_loop() is not None else None
+    task = _current_task()
     if task is None:
         yield
         return
