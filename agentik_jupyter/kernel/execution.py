@@ -8,7 +8,9 @@ with its own stdout, stderr and `display()` captured (output_capture.py: only
 this execution's, not other tasks' that print while it awaits). It runs on the
 event loop's thread because user code and matplotlib expect the main thread;
 top-level `await` is supported. A KeyboardInterrupt (the kernel's Interrupt)
-in the code propagates: it stops the turn, it is not an error for the model.
+in the code propagates: it stops the turn, it is not an error for the model. The
+orchestrator runs every tool inside `interruptible()`, so the Interrupt lands in
+this code even while a `%%agent --wait` cell holds ipykernel's own handler.
 """
 
 from __future__ import annotations
