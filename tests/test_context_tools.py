@@ -24,6 +24,7 @@ from agentik_jupyter.kernel.context_tools import (
     summarize_variables,
     variables_of,
 )
+from agentik_jupyter.kernel.cells import PROPOSAL_LINE
 from agentik_jupyter.kernel.dataframes import BUDGET_CHARS, MAX_COLUMNS
 from agentik_jupyter.kernel.inspection import INSPECT_BUDGET_CHARS
 from agentik_jupyter.orchestrator import Orchestrator
@@ -374,7 +375,7 @@ async def test_run_code_error_reaches_the_model_through_the_orchestrator(shell: 
 def test_insert_cell_proposes_the_source(shell: InteractiveShell) -> None:
     out = asyncio.run(tools_of(shell)["insert_cell"](source="df.plot()"))
     assert isinstance(out, ToolOutput) and "```python\ndf.plot()\n```" == out.display["text/markdown"]
-    assert shell.rl_next_input == "df.plot()"
+    assert shell.rl_next_input == f"{PROPOSAL_LINE}\ndf.plot()"  # the cell says it is an unrun proposal
     with pytest.raises(ValueError, match="empty"):
         asyncio.run(tools_of(shell)["insert_cell"](source="  "))
 
@@ -481,7 +482,7 @@ await insert(source="a = 1")
 await insert(source="b = 2")
 """)
     payloads = [p for p in reply["payload"] if p["source"] == "set_next_input"]
-    assert len(payloads) == 1 and payloads[0]["text"] == "a = 1\n\nb = 2" and payloads[0]["replace"] is False
+    assert len(payloads) == 1 and payloads[0]["text"] == f"{PROPOSAL_LINE}\na = 1\n\nb = 2" and payloads[0]["replace"] is False
 
 
 def test_user_tools_defined_in_the_kernel_appear_and_are_replaced(kernel: Any) -> None:

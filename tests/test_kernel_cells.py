@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from agentik_jupyter.kernel.cells import PROPOSAL_LINE
 from agentik_jupyter.notebook.frontend import REPLY_TARGET, REPLY_TIMEOUT_S, REQUEST_TARGET
 
 from .kernel_support import RawKernel, kernel_env
@@ -97,10 +98,10 @@ def turn_result(k: RawKernel, timeout: float = 10.0) -> tuple[list[str], list[st
 def test_the_extension_inserts_each_cell_below_the_previous_one(kernel: RawKernel) -> None:
     assert kernel.execute(START_TURN).ok
     first = next_request(kernel, 0)
-    assert first["data"]["source"] == "a = 1" and first["data"]["after_cell_id"] == "asking"
+    assert first["data"]["source"] == f"{PROPOSAL_LINE}\na = 1" and first["data"]["after_cell_id"] == "asking"
     ack(kernel, first, "new-1")
     second = next_request(kernel, 1)
-    assert second["data"]["source"] == "b = 2" and second["data"]["after_cell_id"] == "new-1"  # order kept
+    assert second["data"]["source"] == f"{PROPOSAL_LINE}\nb = 2" and second["data"]["after_cell_id"] == "new-1"  # order kept
     ack(kernel, second, "new-2")
     texts, payloads = turn_result(kernel)
     assert all(text.startswith("Inserted a new code cell") for text in texts), texts
@@ -116,13 +117,13 @@ def test_a_client_without_the_extension_closes_the_comm_and_the_payload_takes_ov
     assert "merged" in texts[1]
     # the second proposal did not ask again: the kernel remembers there is no extension
     assert len(inserts(kernel)) == 1
-    assert payloads == ["a = 1\n\nb = 2"]
+    assert payloads == [f"{PROPOSAL_LINE}\na = 1\n\nb = 2"]  # one proposal comment for the merged cell
 
 
 def test_a_frontend_that_never_answers_costs_one_timeout(kernel: RawKernel) -> None:
     assert kernel.execute(START_TURN).ok
     texts, payloads = turn_result(kernel, timeout=REPLY_TIMEOUT_S + 10)
     assert all(text.startswith("Proposed a new code cell") for text in texts), texts
-    assert payloads == ["a = 1\n\nb = 2"]
+    assert payloads == [f"{PROPOSAL_LINE}\na = 1\n\nb = 2"]  # one proposal comment for the merged cell
     # only the first proposal asked (and waited); the second went straight to the payload
     assert len(inserts(kernel)) == 1

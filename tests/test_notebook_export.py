@@ -118,9 +118,11 @@ def test_export_keeps_accepted_edits_and_inserted_cells_in_order_and_leaves_reje
     assert code == [
         "rate = 2",
         "# cell c-load, as edited by the agent (accepted)\nprice = 21",
-        "# proposed by the agent (insert_cell)\nprint('TOTAL', price * rate)",
+        # the inserted cell never ran in the kernel: it is exported commented out (tests/test_insert_proposal.py)
+        "# proposed by the agent (insert_cell), never run in this kernel: uncomment to use it\n"
+        "# print('TOTAL', price * rate)",
     ]
     assert "total = 0" not in json.dumps(nb)  # the rejected edit
     client = NotebookClient(nb, timeout=60, kernel_name=KERNEL, resources={"metadata": {"path": str(tmp_path)}})
     client.execute(env=kernel_env(), cwd=str(tmp_path))
-    assert "TOTAL 42" in output_text(nb.cells[-1].outputs)
+    assert output_text(nb.cells[-1].outputs) == ""  # the proposal does not run in the export

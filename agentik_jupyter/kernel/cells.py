@@ -11,6 +11,11 @@ Two routes, chosen per turn by the anchor the turn was started with:
   path of notebook/frontend.py), which inserts the cell below the asking cell (or the
   active cell for the panel) and answers with the new cell's id. When nothing answers
   (no extension: VS Code, classic runners) the payload route is the fallback.
+
+A proposal is code nobody approved, so it is marked as one on both routes: its first line
+is `PROPOSAL_LINE` (a comment saying the agent wrote it and it has not run), and the
+extension also tags the cell (`agentik-proposal`, metadata `{"agentik": {"proposal": true}}`,
+labextension/src/cells.ts). `%agent export` comments out proposals the kernel never ran.
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ class CellAnchor:
 
     cell_id: str | None = None
     in_request: bool = False
+
+
+PROPOSAL_LINE = "# Proposed by the agent (insert_cell), not run yet: review it before you run it."
+"""The first line of every proposed cell (`%agent export` looks past it when it matches what ran)."""
+
+
+def marked(source: str) -> str:
+    """`source` as a proposed cell holds it: under the proposal comment line."""
+    return f"{PROPOSAL_LINE}\n{source}"
 
 
 ANCHOR: ContextVar[CellAnchor | None] = ContextVar("agentik_cell_anchor", default=None)
@@ -82,7 +96,7 @@ def _propose_by_payload(shell: Any, source: str) -> ToolOutput:
         for item in payload_manager.read_payload():
             if item.get("source") == "set_next_input" and not item.get("replace"):
                 pending = str(item.get("text", ""))
-    text = f"{pending.rstrip()}\n\n{source}" if pending else source
+    text = f"{pending.rstrip()}\n\n{source}" if pending else marked(source)
     shell.set_next_input(text, replace=False)
     lines = source.count("\n") + 1
     note = f"Proposed a new code cell ({lines} line(s)) below the current cell; the user decides whether to run it."
@@ -99,7 +113,7 @@ def _output(source: str, note: str) -> ToolOutput:
 async def _insert(source: str, after_cell_id: str | None) -> str | None:
     """The new cell's id, or None when no extension inserted it."""
     try:
-        reply = await frontend.ask("insert_cell", source=source, after_cell_id=after_cell_id)
+        reply = await frontend.ask("insert_cell", source=marked(source), after_cell_id=after_cell_id)
     except NoFrontend:
         return None
     cell_id = reply.get("cell_id")

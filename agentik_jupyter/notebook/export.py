@@ -7,6 +7,14 @@ and each cell the agent put in the notebook (`insert_cell`) becomes a code cell,
 order, under a Markdown cell quoting the question that led to it. Denied and failed
 runs are counted, not exported; rejected edits are left out. The notebook the user
 works in is never written: the export is a new file beside it.
+
+A proposed cell is code nobody approved, so it is exported commented out (every line
+`# `-prefixed under a header saying so) unless this kernel ran it: the rule is that its
+lines, in order, form a block of one input in the kernel's input history (IPython's raw
+`In`; the proposal comment line, trailing spaces and blank lines at the ends aside;
+`%agent` magics, whose questions may quote code, do not count). A proposal run and then
+edited, or run before a kernel restart, is therefore exported commented out: it is the
+cautious side, one uncomment away from running.
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
+from ..kernel.cells import PROPOSAL_LINE
 from ..persistence import AuditEntry
 from ..types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
 from .edits import ACCEPTED
@@ -34,6 +43,7 @@ class Export:
     cells: list[dict[str, Any]] = field(default_factory=list)
     code_cells: int = 0
     skipped: int = 0
+    unrun: int = 0  # proposed cells this kernel never ran: exported commented out
 
 
 def _markdown(text: str) -> dict[str, Any]:
@@ -51,22 +61,62 @@ def _quote(question: str) -> str:
     return "\n".join("> " + line for line in text.splitlines() or [""])
 
 
-def _exported_cell(result: ToolResult, call: ToolCall | None) -> str | None:
-    """The code cell a tool result leaves in the analysis, or None (a read, a rejected edit)."""
+def _code_lines(code: str) -> list[str]:
+    """The lines compared to decide whether code ran: without the proposal comment line,
+    trailing spaces, or blank lines at the ends."""
+    lines = [line.rstrip() for line in code.splitlines() if line.strip() != PROPOSAL_LINE]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def ran_in(source: str, inputs: Sequence[str]) -> bool:
+    """Whether `source` ran: its lines form a block, in order, of one input that is not an `%agent` magic."""
+    wanted = _code_lines(source)
+    if not wanted:
+        return False
+    size = len(wanted)
+    for text in inputs:
+        if not isinstance(text, str) or text.lstrip().startswith(("%agent", "%%agent")):
+            continue
+        lines = _code_lines(text)
+        if any(lines[i:i + size] == wanted for i in range(len(lines) - size + 1)):
+            return True
+    return False
+
+
+def commented_out(source: str) -> str:
+    """An unrun proposal as the export writes it: a header, then every line behind `# `."""
+    lines = [f"# {line}" if line.strip() else "#" for line in source.rstrip().splitlines()]
+    return "\n".join(["# proposed by the agent (insert_cell), never run in this kernel: uncomment to use it", *lines])
+
+
+def _exported_cell(result: ToolResult, call: ToolCall | None, ran: Callable[[str], bool]) -> tuple[str, bool] | None:
+    """The code cell a tool result leaves in the analysis and whether it is an unrun proposal,
+    or None (a read, a rejected edit)."""
     args = call.args if call is not None else {}
     text = str(result.result or "")
     if result.name == "edit_cell" and text.startswith(ACCEPTED):
         source = args.get("new_source")
-        return f"# cell {args.get('cell_id')}, as edited by the agent (accepted)\n{source}" if isinstance(source, str) else None
+        if not isinstance(source, str):
+            return None
+        return f"# cell {args.get('cell_id')}, as edited by the agent (accepted)\n{source}", False
     if result.name == "insert_cell" and text.startswith(INSERTED):
         source = args.get("source")
-        return f"# proposed by the agent (insert_cell)\n{source}" if isinstance(source, str) else None
+        if not isinstance(source, str) or not source.strip():
+            return None
+        if ran(source):
+            return f"# proposed by the agent (insert_cell), run in this kernel\n{source}", False
+        return commented_out(source), True
     return None
 
 
-def build_export(entries: list[AuditEntry], title: str) -> Export:
+def build_export(entries: list[AuditEntry], title: str, inputs: Sequence[str] = ()) -> Export:
     """Cells for every successful `run_code`, accepted edit and inserted cell of the audit log,
-    in order, each turn under its question."""
+    in order, each turn under its question. `inputs` is what the kernel ran (its raw `In`):
+    inserted cells not among them are written commented out."""
     calls: dict[str, ToolCall] = {}
     questions: dict[str, str] = {}
     runs: list[tuple[str, str]] = []
@@ -87,11 +137,13 @@ def build_export(entries: list[AuditEntry], title: str) -> Export:
             else:
                 export.skipped += 1
         elif isinstance(record, ToolResultRecord) and record.result.error is None:
-            cell = _exported_cell(record.result, calls.get(record.result.tool_call_id))
-            if cell is not None and cell.strip():
-                runs.append((entry.turn_id, cell.rstrip()))
+            cell = _exported_cell(record.result, calls.get(record.result.tool_call_id), lambda s: ran_in(s, inputs))
+            if cell is not None and cell[0].strip():
+                runs.append((entry.turn_id, cell[0].rstrip()))
+                export.unrun += int(cell[1])
     export.cells.append(_markdown(f"# {title}\n\nThe code the agent ran in this session, the edits you accepted and "
-                                  "the cells it proposed, in order (exported by `%agent export`)."))
+                                  "the cells it proposed, in order (exported by `%agent export`). A proposed cell "
+                                  "this kernel never ran is commented out: read it before you uncomment it."))
     shown_turn: str | None = None
     for turn_id, code in runs:
         if turn_id != shown_turn and turn_id in questions:
@@ -148,6 +200,12 @@ async def all_entries(db: Any, conversation_id: str) -> list[AuditEntry]:
     return [e for page in reversed(pages) for e in page]
 
 
+def kernel_inputs(shell: Any) -> list[str]:
+    """The cells this kernel ran, as typed (IPython's raw input history, `In`)."""
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    return [text for text in history or [] if isinstance(text, str)]
+
+
 async def export_command(agent: Any, args: list[str]) -> None:
     """`%agent export [PATH]`: the current (or latest) session's code as a new notebook."""
     db = await agent.open_db()
@@ -160,7 +218,8 @@ async def export_command(agent: Any, args: list[str]) -> None:
         print("agentik: no saved session to export yet.")
         return
     info = await db.get_conversation(conversation_id)
-    export = build_export(await all_entries(db, conversation_id), info.title or f"Agent session {conversation_id}")
+    title = info.title or f"Agent session {conversation_id}"
+    export = build_export(await all_entries(db, conversation_id), title, kernel_inputs(agent.shell))
     if export.code_cells == 0:
         print(f"agentik: session {conversation_id} has no code, accepted edit or proposed cell to export"
               + (f" ({export.skipped} denied or failed run(s))." if export.skipped else "."))
@@ -172,4 +231,6 @@ async def export_command(agent: Any, args: list[str]) -> None:
         print(f"agentik: export failed: {exc}")
         return
     note = f"; left out {export.skipped} denied or failed run(s)" if export.skipped else ""
+    if export.unrun:
+        note += f"; {export.unrun} proposed cell(s) never run here are commented out"
     print(f"agentik: exported {export.code_cells} code cell(s) of session {conversation_id} to {path}{note}.")

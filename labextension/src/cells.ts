@@ -4,8 +4,16 @@
  * The kernel asks on the notebook request comm (notebook.ts, action `insert_cell`) with the
  * source and the asking cell's id; this inserts a code cell below that cell (or below the
  * active cell) and never runs it. The kernel side is agentik_jupyter/kernel/cells.py.
+ *
+ * Nobody approved the code, so the cell is marked as an unrun proposal: its first line is the
+ * kernel's comment saying so (kernel/cells.py PROPOSAL_LINE, already in `source`), and the cell
+ * carries the tag `agentik-proposal` and the metadata `{"agentik": {"proposal": true}}`, which
+ * stay in the saved notebook for any reader or tool (nbconvert's TagRemovePreprocessor, papermill).
  */
 import { NotebookPanel } from '@jupyterlab/notebook';
+
+/** The tag every proposed cell carries. */
+export const PROPOSAL_TAG = 'agentik-proposal';
 
 /** Insert `source` as a code cell below `afterCellId` (or the active cell); the new cell's id. */
 export function insertBelow(panel: NotebookPanel, source: string, afterCellId: string | null): string | null {
@@ -18,6 +26,10 @@ export function insertBelow(panel: NotebookPanel, source: string, afterCellId: s
   if (index < 0) {
     index = notebook.activeCellIndex;
   }
-  const cell = shared.insertCell(Math.min(index + 1, shared.cells.length), { cell_type: 'code', source });
+  const cell = shared.insertCell(Math.min(index + 1, shared.cells.length), {
+    cell_type: 'code',
+    source,
+    metadata: { agentik: { proposal: true }, tags: [PROPOSAL_TAG] }
+  });
   return cell.id;
 }
