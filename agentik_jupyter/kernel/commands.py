@@ -66,7 +66,7 @@ async def _status(agent: Any, args: list[str]) -> None:
 
     try:
         config = load_config()
-        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.base_url)}")
+        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.shown_url)}")
     except ConfigurationError as exc:
         print(f"provider: not configured ({exc.message})")
     session = agent.session
@@ -184,12 +184,13 @@ async def _policy(agent: Any, args: list[str]) -> None:
 
 async def _config(agent: Any, args: list[str]) -> None:
     from ..providers.errors import scrub
+    from ..security.urls import redact_urls
 
     key = "set" if os.environ.get("LLM_API_KEY") else "not set"
     print(f"{'LLM_API_KEY':<26} {key}")
     for name in SETTINGS:
         value = os.environ.get(name)
-        print(f"{name:<26} {scrub(value) if value is not None else '-'}")
+        print(f"{name:<26} {scrub(redact_urls(value)) if value is not None else '-'}")
 
 
 async def _panel(agent: Any, args: list[str]) -> None:

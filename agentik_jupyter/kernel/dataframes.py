@@ -7,7 +7,8 @@ allowance, so a 10-million-row, 500-column frame costs what a small one does.
 A column name is never cut (the model must be able to write it): a long name costs
 its line's statistics, then whole columns, and the text says how many were left out.
 pandas and polars are never imported here; a frame is recognised only through
-modules the user already imported.
+modules the user already imported. Cell values are scrubbed before a table cuts them to a
+column width (a cut secret no longer matches the scrubber).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .. import engines
+from ..security.scrub import scrub
 from ..types import ToolOutput
 from .namespace import clip, imported
 
@@ -226,7 +228,7 @@ def _plain_table(names: list[str], rows: list[tuple[Any, ...]]) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = "null" if value is None else str(value).replace("\n", "\\n")
+    text = "null" if value is None else scrub(str(value)).replace("\n", "\\n")
     return text if len(text) <= HEAD_VALUE_CHARS else text[: HEAD_VALUE_CHARS - 1] + "…"
 
 
@@ -260,19 +262,38 @@ def _describe_pandas(name: str, value: Any, columns: list[str] | None) -> tuple[
     others = _others(all_names, picked)
     profile = _safe(lambda i: _pandas_column(pd, sample.iloc[:, i], positions is not None))
     lines.extend(_column_lines(names, profile, n_cols, others))
+    top = _scrubbed_pandas(pd, shown.iloc[: max(HEAD_ROWS, HTML_ROWS), : max(HEAD_COLUMNS, HTML_COLUMNS)])
     if n_rows and picked:
         lines.extend(
             _head_lines(
-                lambda c: shown.iloc[:HEAD_ROWS, :c].to_string(max_colwidth=HEAD_VALUE_CHARS, show_dimensions=False),
+                lambda c: top.iloc[:HEAD_ROWS, :c].to_string(max_colwidth=HEAD_VALUE_CHARS, show_dimensions=False),
                 n_rows,
                 len(picked),
                 _head_allowance(lines),
             )
         )
     with pd.option_context("display.max_colwidth", 50):
-        preview = shown.iloc[:HTML_ROWS, :HTML_COLUMNS].to_html(escape=True, border=0)
+        preview = top.iloc[:HTML_ROWS, :HTML_COLUMNS].to_html(escape=True, border=0)
     caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")
     return "\n".join(lines), f"<p><b>{caption}</b></p>{preview}"
+
+
+def _scrub_cell(value: Any) -> Any:
+    return scrub(value) if isinstance(value, str) else value
+
+
+def _scrubbed_pandas(pd: Any, top: Any) -> Any:
+    """A copy of the first rows with every text value (and text index label) scrubbed, for the
+    tables that cut values to a column width."""
+    api = pd.api.types
+    out = top.copy()
+    for i in range(out.shape[1]):
+        column = out.iloc[:, i]
+        if column.dtype == object or api.is_string_dtype(column.dtype) or isinstance(column.dtype, pd.CategoricalDtype):
+            out.isetitem(i, column.astype(object).map(_scrub_cell))
+    if out.index.dtype == object and not isinstance(out.index, pd.MultiIndex):
+        out.index = out.index.map(_scrub_cell)
+    return out
 
 
 def _pandas_index(index: Any) -> str:
@@ -339,8 +360,17 @@ def _describe_polars(name: str, value: Any, columns: list[str] | None) -> tuple[
             )
         )
     caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")
-    preview = shown[:HTML_ROWS, :HTML_COLUMNS]._repr_html_()
+    preview = _scrubbed_polars(pl, shown[:HTML_ROWS, :HTML_COLUMNS])._repr_html_()
     return "\n".join(lines), f"<p><b>{caption}</b></p>{preview}"
+
+
+def _scrubbed_polars(pl: Any, top: Any) -> Any:
+    """The first rows with every text value scrubbed, for the preview that cuts long values."""
+    columns = [
+        pl.Series(s.name, [_scrub_cell(v) for v in s.to_list()], dtype=pl.Utf8) if s.dtype == pl.Utf8 else s
+        for s in top.get_columns()
+    ]
+    return pl.DataFrame(columns)
 
 
 def _polars_column(pl: Any, s: Any, null_count: int, n_rows: int, sampled: bool) -> str:

@@ -3,7 +3,8 @@
 Frames are delegated to dataframes.py. Arrays larger than SAMPLE_ELEMENTS are
 summarised from a random sample of elements so inspecting a huge array is quick.
 This runs the user's code (properties, `__len__`, `__repr__`): the tools call it under
-a time budget (time_budget.py), on the kernel's main thread.
+a time budget (time_budget.py), on the kernel's main thread. Every value is scrubbed before
+it is cut short (namespace.clip, short_repr), so no cut leaves part of a secret unmasked.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import sys
 import warnings
 from typing import Any, Mapping
 
+from ..security.scrub import scrub
 from ..types import ToolOutput
 from .dataframes import describe_frame, frame_kind
 from .namespace import clip, imported, shape_of, short_repr, type_name
 
 INSPECT_BUDGET_CHARS = 4_000
 MAX_ITEMS = 20
+STRING_HEAD_CHARS = 2_000
 SAMPLE_ELEMENTS = 1_000_000
 
 
@@ -39,9 +42,12 @@ def inspect_value(name: str, value: Any) -> ToolOutput:
         lines.append(f"length {len(value):,}, size {_size(value)} (shallow)")
         lines.extend(f"  {short_repr(v, 150)}" for v in list(_first(value, MAX_ITEMS)))
         lines.extend(_more(len(value)))
-    elif isinstance(value, (str, bytes, bytearray)):
+    elif isinstance(value, str):
         lines.append(f"length {len(value):,}")
-        lines.append(clip(repr(value[:2_000]), 2_000))
+        lines.append(clip(repr(scrub(value[:STRING_HEAD_CHARS])), STRING_HEAD_CHARS))
+    elif isinstance(value, (bytes, bytearray)):
+        lines.append(f"length {len(value):,}")
+        lines.append(clip(scrub(repr(value[:STRING_HEAD_CHARS])), STRING_HEAD_CHARS))
     else:
         lines.extend(_generic(value))
     text = clip("\n".join(lines), INSPECT_BUDGET_CHARS)

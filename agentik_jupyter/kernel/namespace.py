@@ -18,6 +18,7 @@ import types
 from typing import Any, Iterator, Mapping
 
 from .. import engines
+from ..security.scrub import scrub
 from ..types import VariableSummary
 
 # Names IPython puts in the namespace even when user_ns_hidden is not at hand.
@@ -153,7 +154,7 @@ ENVIRONMENT_TAG = "<os.environ: not shown>"
 
 class _BoundedRepr(reprlib.Repr):
     """reprlib with array-likes shown as `<type shape>` tags and the environment as a tag,
-    even inside containers."""
+    even inside containers; a long string or repr is scrubbed before it is cut to its ends."""
 
     def repr1(self, x: Any, level: int) -> str:
         if is_environment(x):
@@ -161,6 +162,24 @@ class _BoundedRepr(reprlib.Repr):
         if _module_root(x) in {"pandas", "polars", "numpy"} and hasattr(x, "shape") and not _is_scalar(x):
             return f"<{type_name(x)} {shape_of(x) or ''}>".replace(" >", ">")
         return super().repr1(x, level)
+
+    def repr_str(self, x: str, level: int) -> str:
+        if len(x) > self.maxstring:
+            x = scrubbed_ends(x, 4 * self.maxstring)
+        return super().repr_str(x, level)
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:
+            s = repr(x)
+        except Exception:
+            return f"<{type(x).__name__} instance at {id(x):#x}>"
+        if len(s) > self.maxother:
+            s = scrubbed_ends(s, 4 * self.maxother)
+        if len(s) > self.maxother:
+            head = max(0, (self.maxother - 3) // 2)
+            tail = max(0, self.maxother - 3 - head)
+            s = s[:head] + "..." + s[len(s) - tail :]
+        return s
 
 
 _REPR = _BoundedRepr()
@@ -183,8 +202,21 @@ def _is_scalar(value: Any) -> bool:
     return getattr(value, "shape", None) == ()
 
 
+def scrubbed_ends(text: str, window: int) -> str:
+    """`text` scrubbed, or (when longer than two windows) its first and last `window` characters
+    scrubbed and joined: what a head-and-tail cut then shows was scrubbed whole, not in pieces."""
+    if len(text) <= 2 * window:
+        return scrub(text)
+    return scrub(text[:window]) + scrub(text[-window:])
+
+
 def clip(text: str, limit: int) -> str:
-    """Keep head and tail of `text` within `limit` characters, saying how much was cut."""
+    """Keep head and tail of `text` within `limit` characters, saying how much was cut.
+
+    Secrets are masked before the cut (a cut secret would no longer match the scrubber)."""
+    if len(text) <= limit:
+        return text
+    text = scrub(text)
     if len(text) <= limit:
         return text
     keep = max(limit - 40, 10)

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx2
 
+from ..security.urls import redact_url
 from . import _constants as C
 from .errors import (
     AuthenticationError,
@@ -217,8 +218,11 @@ def error_from_event(payload: Any, *, partial: Any = None, in_stream: bool = Tru
 
 
 def error_from_transport(exc: Exception, url: str, *, in_stream: bool) -> ProviderError:
-    """Map an httpx2 exception; `in_stream` says whether the body had started arriving."""
+    """Map an httpx2 exception; `in_stream` says whether the body had started arriving.
+
+    The URL is named without its userinfo and query values (a proxy password, `?api-key=`)."""
     detail = scrub(str(exc)) or type(exc).__name__
+    url = redact_url(url)
     if isinstance(exc, httpx2.SSEError):
         return MalformedResponseError(f"The provider sent a malformed event stream: {detail}", in_stream=in_stream)
     if isinstance(exc, httpx2.ConnectTimeout):

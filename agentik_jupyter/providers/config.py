@@ -11,8 +11,9 @@ import os
 from typing import Literal, Mapping
 
 import httpx2
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from ..security.urls import redact_url
 from . import _constants as C
 from ._http import RetryPolicy, Timeouts
 from .anthropic import AnthropicAdapter
@@ -38,17 +39,23 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 class ProviderConfig(BaseModel):
-    """Which provider, model, key and endpoint to use; `repr()` never shows the key."""
+    """Which provider, model, key and endpoint to use; `repr()` never shows the key or the
+    endpoint (a base URL can carry a proxy password or a query key: show `shown_url`)."""
 
     model_config = ConfigDict(frozen=True)
 
     provider: ProviderName
     model: str
     api_key: SecretStr
-    base_url: str
+    base_url: str = Field(repr=False)
     include_usage: bool = True
     read_timeout: float = C.READ_TIMEOUT_S
     """Longest wait for the next byte (`LLM_TIMEOUT`, seconds)."""
+
+    @property
+    def shown_url(self) -> str:
+        """The endpoint as shown or logged: without userinfo and query values."""
+        return redact_url(self.base_url)
 
 
 def _missing(name: str, example: str) -> ConfigurationError:
@@ -97,7 +104,7 @@ def load_config(environ: Mapping[str, str] | None = None, model_override: str | 
         url = None
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise ConfigurationError(
-            f"LLM_BASE_URL={base_url!r} is not an http(s) URL. Example: %env LLM_BASE_URL=http://localhost:11434/v1"
+            f"LLM_BASE_URL={redact_url(base_url)!r} is not an http(s) URL. Example: %env LLM_BASE_URL=http://localhost:11434/v1"
         )
     include_usage = (env.get("LLM_STREAM_USAGE") or "1").strip().lower() not in _FALSE
     read_timeout = _timeout(env.get("LLM_TIMEOUT"))

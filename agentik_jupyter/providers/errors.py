@@ -1,7 +1,8 @@
 """Typed provider errors. Each carries a short message a user can act on.
 
-Messages are built from the provider's error body and our own words; the API key
-is scrubbed from every message (`security.scrub`) before an error is raised.
+Messages are built from the provider's error body and our own words; every URL in a
+message is shown without its userinfo and query values (`security.urls`), and the API key
+and other secrets are scrubbed from it (`security.scrub`) before an error is raised.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..security.scrub import scrub  # also re-exported: callers that import it from here use the one scrubber
+from ..security.urls import redact_urls
 
 
 class AgentikError(Exception):
@@ -17,7 +19,7 @@ class AgentikError(Exception):
     code: str = "error"
 
     def __init__(self, message: str) -> None:
-        self.message = scrub(message)
+        self.message = scrub(redact_urls(message))
         super().__init__(self.message)
 
 

@@ -1,11 +1,13 @@
 """One scrubber for everything that leaves the agent: tool results, errors, rows, replies, logs.
 
-It masks the configured key (`LLM_API_KEY`) and the values of environment variables whose
-names look secret, in the forms a value takes on its way out: raw, escaped (repr, JSON,
-unicode escapes), HTML-escaped, URL-encoded and base64 (also inside a longer base64 text
-such as `user:key`). Each is replaced with `[hidden: NAME]` so the model can tell the user
-what it could not see. The environment is read at every call (a key set with `%env`
-mid-session counts at once); the compiled pattern is cached per set of values.
+It masks the configured key (`LLM_API_KEY`), the values of environment variables whose names
+look secret, and the credentials in any variable that holds a URL (`user:password@`, `?key=`),
+in the forms a value takes on its way out: raw, escaped (repr, JSON, unicode escapes),
+HTML-escaped, URL-encoded and base64 (also inside a longer base64 text such as `user:key`).
+Any 12-character piece of a secret is masked too (pieces.py), so a value cut short on its way
+out rebuilds nothing. Each is replaced with `[hidden: NAME]` so the model can tell the user what
+it could not see. The environment is read at every call (a key set with `%env` mid-session
+counts at once); what to look for is built once per set of values.
 """
 
 from __future__ import annotations
@@ -18,22 +20,26 @@ import logging
 import os
 import re
 import urllib.parse
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from .pieces import PieceIndex, piece_sources
+from .urls import url_secrets
+
 KEY_VARIABLE = "LLM_API_KEY"
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
-"""Environment variable names whose values are treated as secrets."""
-MIN_SECRET_CHARS = 8
-"""Shorter values are not masked: they would mangle ordinary words and protect nothing."""
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|DSN|CREDENTIAL|WEBHOOK", re.I)
+"""Environment variable names whose values are treated as secrets (PASS covers PASSWORD, PASSWD)."""
+LOCATION_NAME = re.compile(r"^(OLD)?PWD$|ASKPASS|_(DIR|FILE|PATH)S?$", re.I)
+"""Names that match SECRET_NAME but hold a place, not a secret: the shell's working directory,
+an askpass program, `*_KEY_FILE`, `*_TOKEN_PATH`, `CACHE_KEY_DIR`."""
+MIN_SECRET_CHARS = 6
+"""Shorter values are not masked: masking `true` or `1` would mangle ordinary text and protect nothing."""
 MIN_EMBEDDED_B64_CHARS = 12
 """A base64 fragment shorter than this could match ordinary text by chance."""
 MAX_SCRUB_DEPTH = 32
 """Nested structures deeper than this are masked through their JSON text instead."""
 PATTERN_CACHE_SIZE = 8
 LOGGER_NAME = "agentik_jupyter"
-
-_NOT_SECRET = re.compile(r"(?i)^(true|false|yes|no|on|off|none|null|[0-9.]+|https?://[^@\s]*|[/~][^\s]*)$")
-"""Booleans, numbers, URLs without credentials and paths: values of *_KEY_FILE, *_TOKEN_URL…"""
 
 Secrets = tuple[tuple[str, str], ...]
 
@@ -42,13 +48,9 @@ def mask(name: str) -> str:
     return f"[hidden: {name}]"
 
 
-def _looks_secret(value: str) -> bool:
-    return len(value) >= MIN_SECRET_CHARS and not _NOT_SECRET.match(value)
-
-
 @functools.lru_cache(maxsize=1024)
 def _secret_name(name: str) -> bool:
-    return name != KEY_VARIABLE and SECRET_NAME.search(name) is not None
+    return name != KEY_VARIABLE and SECRET_NAME.search(name) is not None and LOCATION_NAME.search(name) is None
 
 
 _seen: tuple[dict[Any, Any], Secrets] | None = None
@@ -75,13 +77,21 @@ def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
 
 
 def _read_secrets(env: Mapping[str, str]) -> Secrets:
+    """The key; every value of MIN_SECRET_CHARS or more under a secret name (whatever it looks
+    like: digits, a path, a URL); and a URL's credentials under any name, with the whole URL."""
     found: list[tuple[str, str]] = []
     key = (env.get(KEY_VARIABLE) or "").strip()
     if len(key) >= MIN_SECRET_CHARS:
         found.append((KEY_VARIABLE, key))
     for name, value in env.items():
-        if _secret_name(name) and _looks_secret(value.strip()):
-            found.append((name, value.strip()))
+        value = value.strip()
+        if name == KEY_VARIABLE or len(value) < MIN_SECRET_CHARS:
+            continue
+        secret = _secret_name(name)
+        parts = url_secrets(value, secret, MIN_SECRET_CHARS) if "://" in value else []
+        if secret or parts:
+            found.append((name, value))
+        found.extend((name, part) for part in parts)
     return tuple(found)
 
 
@@ -120,38 +130,60 @@ def forms(value: str) -> set[str]:
     return {f for f in out if f}
 
 
+def _piece_forms(value: str) -> set[str]:
+    """What pieces are taken from: the value's long parts, raw and in base64 (a cut base64 text)."""
+    if "://" in value:
+        return set()  # a URL's secret parts are entries of their own (urls.url_secrets)
+    out: set[str] = set()
+    for source in piece_sources(value):
+        out.add(source)
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            out |= _embedded_b64(source.encode(), encode)
+    return out
+
+
+@dataclass(frozen=True)
+class Masks:
+    """What to look for, built once per set of secrets: every whole form, and the pieces."""
+
+    pattern: re.Pattern[str] | None
+    names: dict[str, str]
+    """Each whole form and the name it is masked with."""
+    anchors: tuple[str, ...]
+    """The first characters of every form: a fast substring test before the regex runs."""
+    pieces: PieceIndex
+
+    def apply(self, text: str) -> str:
+        """`text` with every whole form, then every remaining piece, masked."""
+        if not text:
+            return text
+        if self.pattern is not None and any(a in text for a in self.anchors):
+            names = self.names
+            text = self.pattern.sub(lambda m: mask(names[m.group(0)]), text)
+        return self.pieces.mask(text, mask) if self.pieces else text
+
+
 @functools.lru_cache(maxsize=PATTERN_CACHE_SIZE)
-def _compiled(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+def masks_for(secrets: Secrets) -> Masks:
+    """The Masks of `secrets` (cached: the environment rarely changes within a session)."""
     names: dict[str, str] = {}
+    sources: list[tuple[str, str]] = []
     for name, value in secrets:
         for form in forms(value):
             names.setdefault(form, name)
-    if not names:
-        return None, names
-    alternatives = sorted(names, key=len, reverse=True)
-    return re.compile("|".join(re.escape(a) for a in alternatives)), names
-
-
-def secret_patterns(secrets: Secrets) -> tuple[re.Pattern[str] | None, dict[str, str]]:
-    """The pattern matching every form of `secrets` (longest first), and each form's name."""
-    return _compiled(secrets)
+        sources.extend((name, f) for f in sorted(_piece_forms(value)))
+    pattern = None
+    if names:
+        pattern = re.compile("|".join(re.escape(a) for a in sorted(names, key=len, reverse=True)))
+    anchors = tuple(sorted({form[:MIN_SECRET_CHARS] for form in names}))
+    return Masks(pattern, names, anchors, PieceIndex(sources))
 
 
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """`text` with every secret (in any of its forms) replaced by `[hidden: NAME]`."""
+    """`text` with every secret (in any of its forms, or a piece of it) replaced by `[hidden: NAME]`."""
     if not text:
         return text
-    secrets = current_secrets(environ)
-    pattern, names = _compiled(secrets)
-    if pattern is None or not any(a in text for a in _anchors_for(secrets)):
-        return text
-    return pattern.sub(lambda m: mask(names[m.group(0)]), text)
-
-
-@functools.lru_cache(maxsize=PATTERN_CACHE_SIZE)
-def _anchors_for(secrets: Secrets) -> tuple[str, ...]:
-    """The first characters of every form: a fast substring test before the regex runs."""
-    return tuple({form[:MIN_SECRET_CHARS] for form in _compiled(secrets)[1]})
+    return masks_for(current_secrets(environ)).apply(text)
 
 
 def scrub_value(value: Any, environ: Mapping[str, str] | None = None, _depth: int = 0) -> Any:
