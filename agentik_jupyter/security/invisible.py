@@ -30,7 +30,7 @@ ALLOWED = frozenset("\n\t")
 BADGE_STYLE = ("display:inline-block;padding:0 3px;margin:0 1px;border-radius:3px;font-size:85%;line-height:1.3;"
                "border:1px solid var(--jp-warn-color0,#e65100);color:var(--jp-warn-color0,#e65100);"
                "background:var(--jp-layout-color2,#eee);white-space:nowrap")
-WARNING_STYLE = ("padding:2px 6px;margin:2px 0;border-left:3px solid var(--jp-warn-color0,#e65100);"
+WARNING_STYLE = ("padding:2px 6px;margin:2px 0;line-height:1.4;border-left:3px solid var(--jp-warn-color0,#e65100);"
                  "background:var(--jp-warn-color3,#fff3e0);color:var(--jp-ui-font-color1,#000)")
 
 

@@ -10,12 +10,15 @@
  * `insert_cell` puts a proposed cell below the asking one (cells.ts) and answers its id;
  * `run_cells` re-runs cells in order (the fix loop's dependent cells, after the user approved
  * in the kernel) and answers each one's outputs, stopping at the first that fails.
+ * The diff says both sides' line counts and shows invisible or direction-changing characters
+ * as badges under a warning (invisible.ts), so the cell cannot read other than it will run.
  */
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { insertBelow } from './cells';
+import { appendVisible, linesText, warning } from './invisible';
 import { forEachNotebookKernel } from './kernels';
 
 export const REQUEST_TARGET = 'agentik.notebook';
@@ -80,7 +83,7 @@ const LINE_COLOURS: Record<string, string> = {
   ' ': 'transparent'
 };
 
-/** The proposal under the cell's input: the diff (text only, never HTML) and the three buttons. */
+/** The proposal under the cell's input: the diff (text only, never HTML, hidden characters as badges) and the buttons. */
 class ProposalWidget extends Widget {
   constructor(title: string, diff: Array<[string, string]>, decide: (status: string) => void, canRun: boolean) {
     super();
@@ -97,9 +100,10 @@ class ProposalWidget extends Widget {
       const line = document.createElement('div');
       line.className = `agentik-diff-line agentik-diff-${mark === '+' ? 'added' : mark === '-' ? 'removed' : 'same'}`;
       line.style.background = LINE_COLOURS[mark];
-      line.textContent = `${mark} ${text}`;
+      appendVisible(line, `${mark} ${text}`);
       pre.appendChild(line);
     }
+    const hidden = warning(diff.map(([, text]) => text).join('\n'), 'This change');
     const buttons = document.createElement('div');
     const button = (label: string, status: string): void => {
       const b = document.createElement('button');
@@ -114,7 +118,7 @@ class ProposalWidget extends Widget {
       button('Accept and run', 'accepted_and_run');
     }
     button('Reject', 'rejected');
-    node.append(heading, pre, buttons);
+    node.append(heading, ...(hidden ? [hidden] : []), pre, buttons);
   }
 }
 
@@ -192,8 +196,12 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
     return;
   }
   const deleting = request.action === 'delete_cell';
-  const title = deleting ? 'The agent proposes deleting this cell' : 'The agent proposes this change';
-  const diff = lineDiff(shared.getSource(), deleting ? '' : request.new_source ?? '');
+  const before = shared.getSource();
+  const after = deleting ? '' : request.new_source ?? '';
+  const title = deleting
+    ? `The agent proposes deleting this cell (${linesText(before)})`
+    : `The agent proposes this change (${linesText(before)} → ${linesText(after)})`;
+  const diff = lineDiff(before, after);
   let decided = false;
   const widget = new ProposalWidget(
     title,

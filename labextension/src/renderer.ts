@@ -8,12 +8,14 @@
  * sanitizer cleans it; then images become links and an allow-list (safehtml.ts)
  * keeps no attribute that loads a URL, so that a transcript cannot make the
  * browser fetch anything by itself. Tool previews (`display["text/html"]`) pass
- * the same sanitizer and allow-list.
+ * the same sanitizer and allow-list. A tool card's arguments and results show invisible or
+ * direction-changing characters as badges under a warning (invisible.ts).
  */
 import { IRenderMime, renderHTML, renderMarkdown } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
 import { ITranscript, IToolEntry, IUsage, TRANSCRIPT_MIME, TranscriptEntry } from './api';
+import { appendVisible, badgeTextNodes, plainVisible, warning } from './invisible';
 import { allowListed, escapeRawHtml } from './safehtml';
 
 /** What rendering Markdown needs: the renderer options or the rendermime registry both fit. */
@@ -117,9 +119,9 @@ async function answerFromHtml(bundleHtml: string, index: number, ctx: RenderCont
 }
 
 function argsSummary(args: Record<string, unknown>): string {
-  const inner = Object.entries(args)
+  const inner = plainVisible(Object.entries(args)
     .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
-    .join(', ');
+    .join(', '));
   return inner.length <= TITLE_ARGS_LIMIT ? inner : inner.slice(0, TITLE_ARGS_LIMIT - 1) + '…';
 }
 
@@ -152,19 +154,32 @@ function preview(display: Record<string, string> | null | undefined, ctx: Render
   if (typeof markup === 'string') {
     const host = el('div', 'agentik-preview jp-RenderedHTMLCommon');
     host.innerHTML = noImagesSanitizer(ctx.sanitizer).sanitize(markup);
+    badgeTextNodes(host);
     return host;
   }
   return null;
 }
 
+/** Text in a <pre>, each hidden character as a badge. */
+function visiblePre(text: string, className = ''): HTMLElement {
+  const pre = el('pre', className);
+  appendVisible(pre, text);
+  return pre;
+}
+
 function section(label: string, text: string, className = ''): HTMLElement[] {
-  return [el('div', 'agentik-label', label), el('pre', className, text)];
+  return [el('div', 'agentik-label', label), visiblePre(text, className)];
 }
 
 function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
   const card = el('details', 'agentik-tool');
   card.appendChild(el('summary', '', cardTitle(tool)));
-  card.append(...section('Arguments', JSON.stringify(tool.args ?? {}, null, 2)));
+  const args = JSON.stringify(tool.args ?? {}, null, 2);
+  const hidden = warning([args, tool.error ?? '', tool.result ?? ''].join('\n'), 'This tool call');
+  if (hidden) {
+    card.appendChild(hidden);
+  }
+  card.append(...section('Arguments', args));
   if (tool.error !== null && tool.error !== undefined) {
     card.append(...section('Error', tool.error, 'agentik-error'));
   } else if (tool.result !== null && tool.result !== undefined) {
@@ -172,7 +187,7 @@ function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
     if (rich) {
       card.append(el('div', 'agentik-label', 'Result'), rich);
       const sent = el('details', 'agentik-sent');
-      sent.append(el('summary', '', 'Text sent to the model'), el('pre', '', tool.result));
+      sent.append(el('summary', '', 'Text sent to the model'), visiblePre(tool.result));
       card.appendChild(sent);
     } else {
       card.append(...section('Result', tool.result || '(no output)'));
