@@ -271,3 +271,11 @@ def test_a_resumed_fix_turn_shows_the_users_line_not_the_attached_details() -> N
     bundle = transcript_bundle([ChatMessage(role="user", content=content), ChatMessage(role="assistant", content="ok")])
     assert bundle["text/plain"].splitlines()[0] == f"You: {shown}"
     assert "ipykernel" not in bundle["text/html"]
+
+
+def test_a_question_that_names_a_users_tool_calls_it_with_the_word_beside_its_parameter() -> None:
+    tools = [{"type": "function", "function": {"name": "region_share", "parameters": {
+        "type": "object", "properties": {"region": {"type": "string"}}}}}]
+    body = {"messages": [{"role": "user", "content": "What share of the units did the north region sell?"}], "tools": tools}
+    reply = demo_responder(RecordedRequest("POST", "/v1/chat/completions", {}, body, "openai"))
+    assert [(c.name, c.args) for c in reply.calls] == [("region_share", {"region": "north"})]

@@ -14,6 +14,7 @@ import os
 import re
 
 from .demo_code import (
+    STOPWORDS,
     column_in,
     compute_code,
     fix_source,
@@ -47,6 +48,8 @@ MENU = (
     "- *Write a long essay* and press **Stop**; ask about *sessions* or *export* for the commands"
 )
 MAX_STEPS = 4
+BUILTIN = frozenset(("list_variables inspect_variable describe_dataframe get_cell_history run_code insert_cell "
+                     "read_notebook edit_cell delete_cell run_cells").split())
 _WORDS = {
     "plot": ("plot", "chart", "histogram", "graph", "visuali", "draw"),
     "edit": ("edit", "change", "rewrite", "comment", "document", "tidy"),
@@ -162,11 +165,36 @@ def _mentioned(asked: Asked) -> Reply:
 
 
 def _user_tool(asked: Asked) -> Reply | None:
-    """`use TOOL key=value`, or a question that names one of the user's own tools."""
+    """`use TOOL key=value` (exactly these arguments), or a question whose words name one of the
+    user's own tools (`region_share`: "What share ... the north region ...?")."""
     wanted = re.search(r"\buse (\w+)", asked.question)
     if wanted and wanted.group(1) in asked.offered:
         args = {k: _value(v) for k, v in re.findall(r"(\w+)=(\S+)", asked.question)}
         return _call(wanted.group(1), args)
+    words = set(re.findall(r"[a-z0-9]+", asked.question.lower()))
+    for name, schema in asked.tools.items():
+        parts = [p for p in name.lower().split("_") if p]
+        if name in BUILTIN or len(parts) < 2 or not set(parts) <= words:
+            continue
+        args = {}
+        for param, spec in (schema.get("properties") or {}).items():
+            value = _argument(asked.question, param, spec if isinstance(spec, dict) else {})
+            if value is not None:
+                args[param] = value
+        return _call(name, args, f"Your tool `{name}` answers that. ")
+    return None
+
+
+def _argument(question: str, param: str, spec: dict[str, object]) -> object:
+    """A value for `param` from the question: a number for a numeric parameter, else the word
+    next to the parameter's name ("the north region", "region north")."""
+    if spec.get("type") in ("integer", "number"):
+        number = re.search(r"-?\d+(?:\.\d+)?", question)
+        return _value(number.group(0)) if number else None
+    for pattern in (rf"\b(\w+)\s+{re.escape(param)}\b", rf"\b{re.escape(param)}\s*[=:]?\s*['\"]?(\w+)"):
+        for found in re.finditer(pattern, question, re.I):
+            if found.group(1).lower() not in STOPWORDS:
+                return found.group(1)
     return None
 
 
