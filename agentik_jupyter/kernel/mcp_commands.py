@@ -90,6 +90,9 @@ def _state(manager: Any) -> None:
             how = "a project file: NOT trusted" + (" (you said don't trust)" if decided == "declined" else "")
         print(f"MCP config: {project.path}\n  {how}; sha256 {project.sha256[:12]}…")
         print(f"  trust store: {manager.trust_store.path}")
+        if manager.pending_trust is not None:  # what trusting it would run, for frontends without widgets
+            for server in project.servers:
+                print(f"  would start {server.describe()}")
     if manager.config_error:
         print(f"MCP config error: {manager.config_error}")
     for status in manager.statuses():

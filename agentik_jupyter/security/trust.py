@@ -7,6 +7,10 @@ the user's Jupyter data dir (`<jupyter --data-dir>/agentik/trusted.json`),
 keyed by the file's absolute path and the sha256 of its content. A changed file
 has another hash and asks again. Files the user keeps themselves (the one named
 by `AGENTIK_MCP_CONFIG`, or one in their Jupyter config dir) are trusted as is.
+
+`launch_env_warning` names the environment variables a project file may set that change
+how a program starts or what it loads (LD_PRELOAD, NODE_OPTIONS, PYTHONPATH, PATH…): the
+trust card warns about each, since they turn a harmless-looking command into another.
 """
 
 from __future__ import annotations
@@ -27,6 +31,60 @@ TRUST_VERSION = 1
 MCP_CONFIG_ENV = "AGENTIK_MCP_CONFIG"
 
 Decision = Literal["trusted", "declined"]
+
+_LOADS = "loads code of the file's choosing into the server process"
+_FINDS = "changes where the server's program finds the code it imports"
+_DOWNLOADS = "changes where packages are downloaded from"
+_CERTS = "changes which TLS certificates are trusted"
+LAUNCH_ENV: dict[str, str] = {
+    "LD_PRELOAD": _LOADS,
+    "LD_AUDIT": _LOADS,
+    "LD_LIBRARY_PATH": "changes which shared libraries the server loads",
+    "NODE_OPTIONS": "passes options to every Node.js process (--require runs a script first)",
+    "NODE_PATH": _FINDS,
+    "PYTHONPATH": _FINDS,
+    "PYTHONHOME": "changes which Python standard library runs",
+    "PYTHONSTARTUP": "runs a script when Python starts interactively",
+    "PYTHONINSPECT": "keeps Python running after its script",
+    "PATH": "changes which program a command name runs",
+    "PERL5OPT": "passes options to every Perl process",
+    "PERL5LIB": _FINDS,
+    "RUBYOPT": "passes options to every Ruby process",
+    "RUBYLIB": _FINDS,
+    "JAVA_TOOL_OPTIONS": "passes options (an -javaagent) to every Java process",
+    "_JAVA_OPTIONS": "passes options (an -javaagent) to every Java process",
+    "JDK_JAVA_OPTIONS": "passes options (an -javaagent) to every Java process",
+    "BASH_ENV": "runs a script when bash starts",
+    "ENV": "runs a script when sh starts",
+    "PROMPT_COMMAND": "runs a command in an interactive shell",
+    "PIP_INDEX_URL": _DOWNLOADS,
+    "PIP_EXTRA_INDEX_URL": _DOWNLOADS,
+    "UV_INDEX_URL": _DOWNLOADS,
+    "UV_EXTRA_INDEX_URL": _DOWNLOADS,
+    "NPM_CONFIG_REGISTRY": _DOWNLOADS,
+    "SSL_CERT_FILE": _CERTS,
+    "SSL_CERT_DIR": _CERTS,
+    "REQUESTS_CA_BUNDLE": _CERTS,
+    "NODE_EXTRA_CA_CERTS": _CERTS,
+    "NODE_TLS_REJECT_UNAUTHORIZED": "can turn off TLS certificate checks",
+    "HTTP_PROXY": "sends the server's traffic through a proxy",
+    "HTTPS_PROXY": "sends the server's traffic through a proxy",
+    "ALL_PROXY": "sends the server's traffic through a proxy",
+}
+"""Variables that change how a program starts, what it loads or whom it talks to, and why."""
+LAUNCH_ENV_PREFIXES: dict[str, str] = {
+    "DYLD_": "changes which libraries a macOS process loads",
+    "LD_": "changes how the dynamic linker loads libraries",
+    "GIT_CONFIG": "changes git's configuration (it can run commands)",
+}
+
+
+def launch_env_warning(name: str) -> str | None:
+    """Why setting `name` for a server deserves a warning, or None for an ordinary variable."""
+    key = name.strip().upper()  # Windows names are case-insensitive; proxies are often lower-case
+    if key in LAUNCH_ENV:
+        return LAUNCH_ENV[key]
+    return next((why for prefix, why in LAUNCH_ENV_PREFIXES.items() if key.startswith(prefix)), None)
 
 
 def digest(content: bytes) -> str:
@@ -148,4 +206,5 @@ __all__ = [
     "default_store_path",
     "digest",
     "is_user_file",
+    "launch_env_warning",
 ]

@@ -1,8 +1,11 @@
 """The trust card: what a project `mcp.json` would run, and Trust / Don't trust.
 
 It lists each server as written in the file: the command and arguments or the
-URL, the names of the environment variables it would read (never their values),
-the names it sets, and the policy it asks for. A click may arrive on another
+URL, the folder it would run in, the names of the environment variables it would
+read (never their values), every variable it sets with its value (a secret-named
+literal masked, mcp/project.py), a warning for each one that changes how a program
+starts or what it loads (LD_PRELOAD, NODE_OPTIONS…: security/trust.py), and the policy
+it asks for. A click may arrive on another
 thread (JupyterLab sends widget messages on a kernel subshell), so the buttons
 hand the decision to the kernel's main loop (`kernel.mainloop`), as every widget does.
 """
@@ -24,30 +27,56 @@ Decide = Callable[[bool], Awaitable[str]]
 """`decide(trusted)` records the choice and returns the line the card shows afterwards."""
 
 
+CODE = '<code style="white-space:pre-wrap;word-break:break-all">{}</code>'
+WARN = "color:var(--jp-warn-color0,#b35900);font-weight:bold"
+
+
+def _env_cell(server: Any) -> str:
+    """One line per variable set, `NAME=value`, the warned ones marked ⚠."""
+    if not server.env:
+        return "none"
+    warned = dict(server.warnings)
+    lines = []
+    for name, value in server.env:
+        mark = f'<span style="{WARN}">⚠ </span>' if name in warned else ""
+        lines.append(mark + CODE.format(escape(f"{name}={value}")))
+    return "<br>".join(lines)
+
+
+def _warnings(servers: list[Any]) -> str:
+    """A list above the table: each variable that changes how a server starts, and why."""
+    items = [f"<li>⚠ <b>{escape(server.name)}</b> sets <code>{escape(name)}</code>: {escape(why)}</li>"
+             for server in servers for name, why in server.warnings]
+    if not items:
+        return ""
+    return (f'<div style="{WARN}">This file sets variables that change how its servers start:</div>'
+            '<ul style="margin:2px 0">' + "".join(items) + "</ul>")
+
+
 def trust_html(path: str, servers: list[Any]) -> str:
-    """The question and one row per server, all escaped."""
+    """The question, the warnings and one row per server, all escaped."""
     rows = []
     for server in servers:
         reads = ", ".join(f"${{{name}}}" for name in server.reads) or "none"
-        sets = ", ".join(server.sets) or "none"
         policy = server.policy or "ask (default)"
         if policy == "auto":
             policy = "auto: its tools would run without asking"
+        cwd = CODE.format(escape(server.cwd)) if server.cwd else "the kernel's folder" if server.transport == "stdio" else "-"
         rows.append(
             "<tr>"
             f"<td><b>{escape(server.name)}</b></td><td>{escape(server.transport)}</td>"
-            f'<td><code style="white-space:pre-wrap;word-break:break-all">{escape(server.target)}</code></td>'
-            f"<td>{escape(reads)}</td><td>{escape(sets)}</td><td>{escape(policy)}</td>"
+            f"<td>{CODE.format(escape(server.target))}</td><td>{cwd}</td>"
+            f"<td>{_env_cell(server)}</td><td>{escape(reads)}</td><td>{escape(policy)}</td>"
             "</tr>"
         )
     table = (
         '<table style="border-collapse:collapse"><tr><th>server</th><th>kind</th><th>command or URL</th>'
-        "<th>reads env</th><th>sets env</th><th>policy</th></tr>" + "".join(rows) + "</table>"
+        "<th>runs in</th><th>sets env</th><th>reads env</th><th>policy</th></tr>" + "".join(rows) + "</table>"
     )
     return (
         f"<div><b>Trust this MCP config?</b> <code>{escape(path)}</code> came with the project. "
         "Until you trust it, none of its servers is started and none of its variables is read.</div>"
-        + table
+        + _warnings(servers) + table
     )
 
 
