@@ -73,21 +73,77 @@ def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str]
     return "\n\n".join(parts)
 
 
-def parse_request(body: bytes | str | dict[str, Any]) -> ChatRequest:
-    """Validate a request body; invalid input is a 400 that says what is wrong."""
+MAX_JSON_DEPTH = 64
+"""Nesting the route accepts; real bodies stay under ~10, and deeper ones made json/pydantic recurse to a 500."""
+ALLOWED_MODELS_ENV = "AGENTIK_ALLOWED_MODELS"
+
+
+def _invalid(message: str) -> ChatRouteError:
+    return ChatRouteError(400, {"error": "Invalid request body", "message": message})
+
+
+def _too_deep() -> ChatRouteError:
+    return _invalid(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def json_depth_ok(data: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if no list/dict in ``data`` is nested more than ``limit`` deep (iterative: never recurses)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
+
+
+def load_body(body: bytes | str) -> Any:
+    """The JSON of a request body, or a 400 for text that is not JSON or nests too deep."""
     try:
-        if isinstance(body, (bytes, str)):
-            data = json.loads(body or b"null")
-        else:
-            data = body
-        return ChatRequest.model_validate(data)
-    except json.JSONDecodeError as exc:
-        raise ChatRouteError(400, {"error": "Invalid request body", "message": f"not JSON: {exc}"}) from None
+        data = json.loads(body or b"null")
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:
+        raise _invalid(f"not JSON: {exc}") from None
+    if not json_depth_ok(data):
+        raise _too_deep()
+    return data
+
+
+def allowed_models(environ: Mapping[str, str] | None = None) -> list[str]:
+    """AGENTIK_ALLOWED_MODELS as a list; empty means any model may be named."""
+    raw = (os.environ if environ is None else environ).get(ALLOWED_MODELS_ENV, "")
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def parse_request(body: bytes | str | dict[str, Any], environ: Mapping[str, str] | None = None) -> ChatRequest:
+    """Validate a request body; invalid input is a 400 that says what is wrong.
+
+    A ``model`` outside AGENTIK_ALLOWED_MODELS (when set) is a 400 too: the route spends the
+    server's key, so its operator decides which models a client may ask for.
+    """
+    data = load_body(body) if isinstance(body, (bytes, str)) else body
+    if not json_depth_ok(data):
+        raise _too_deep()
+    try:
+        request = ChatRequest.model_validate(data)
+    except RecursionError:
+        raise _too_deep() from None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5]
         )
-        raise ChatRouteError(400, {"error": "Invalid request body", "message": problems}) from None
+        raise _invalid(problems) from None
+    allowed = allowed_models(environ)
+    if request.model is not None and allowed and request.model not in allowed:
+        raise _invalid(
+            f"model {request.model!r} is not allowed on this server; allowed: {', '.join(allowed)} "
+            f"(set by {ALLOWED_MODELS_ENV}), or name none for the server's default"
+        )
+    return request
 
 
 MAX_CACHED_ADAPTERS = 4
@@ -185,7 +241,7 @@ async def handle(
     adapters: AdapterCache | None = None,
 ) -> dict[str, Any]:
     """The route: `{messages, context?}` -> `{content, toolCalls?}`, or a ChatRouteError."""
-    request = parse_request(body)
+    request = parse_request(body, environ)
     if tool_schemas is None:
         tool_schemas = request.tools
     if tool_schemas is None:

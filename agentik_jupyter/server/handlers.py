@@ -11,24 +11,57 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado.iostream import StreamClosedError
 
-from ..chat import ChatRouteError, error_body, handle
+from ..chat import ChatRouteError, error_body, handle, load_body
 from .base import AgentikHandler
+from .limits import max_body_bytes, too_large_body
 from .sse import EVENT_STREAM, chat_events, encode, normalise_body, parse, wants_event_stream
 
 
+@tornado.web.stream_request_body
 class ChatHandler(AgentikHandler):
-    """POST {messages, context?, tools?} -> {content, toolCalls?}, or SSE with Accept: text/event-stream.
+    """POST {messages, context?, tools?, model?} -> {content, toolCalls?}, or SSE with Accept: text/event-stream.
 
-    400 invalid body, 502 provider/config (JSON); a stream ends with `end` or `error`.
-    Closing the stream cancels the provider request at once.
+    400 invalid body (not JSON, nested too deep, a model outside AGENTIK_ALLOWED_MODELS), 413 a body
+    over AGENTIK_MAX_BODY_BYTES (answered before it is read), 502 provider/config (JSON); a stream
+    ends with `end` or `error`. Closing the stream cancels the provider request at once.
+    The body is streamed in so its size is known before it is held: over the cap, nothing more is kept.
     """
 
     _turn: asyncio.Task[None] | None = None
+    _cap: int = 0
+    _chunks: list[bytes]
+    _received: int = 0
+
+    async def prepare(self) -> None:
+        self._cap, self._chunks, self._received = max_body_bytes(), [], 0
+        await super().prepare()
+        if self._finished:
+            return
+        length = self._content_length()
+        if length is not None and length > self._cap:
+            self._reply(413, too_large_body(self._cap, length))
+
+    def data_received(self, chunk: bytes) -> None:
+        self._received += len(chunk)
+        if self._received <= self._cap:
+            self._chunks.append(chunk)
+        else:
+            self._chunks.clear()  # over the cap: read on (chunked) but keep nothing
 
     @tornado.web.authenticated
     @authorized
     async def post(self) -> None:
-        body = normalise_body(self.request.body)
+        if self._received > self._cap:
+            self._reply(413, too_large_body(self._cap))
+            return
+        raw = b"".join(self._chunks)
+        self._chunks = []
+        try:
+            load_body(raw)  # a clear 400 for nesting before anything else parses it
+        except ChatRouteError as exc:
+            self._reply(exc.status, exc.body)
+            return
+        body = normalise_body(raw)
         if wants_event_stream(self.request.headers.get("Accept")):
             await self._stream(body)
             return
@@ -36,22 +69,29 @@ class ChatHandler(AgentikHandler):
             result = await handle(body)
         except ChatRouteError as exc:
             self._log_failure(exc.status, exc.body)
-            self.set_status(exc.status)
-            self.finish(json.dumps(exc.body))
+            self._reply(exc.status, exc.body)
             return
         except Exception as exc:
             self.log.exception("agentik chat route failed")
-            self.set_status(500)
-            self.finish(json.dumps(error_body(exc)))
+            self._reply(500, error_body(exc))
             return
         self.finish(json.dumps(result))
+
+    def _content_length(self) -> int | None:
+        try:
+            return int(self.request.headers.get("Content-Length", ""))
+        except ValueError:
+            return None
+
+    def _reply(self, status: int, body: dict[str, Any]) -> None:
+        self.set_status(status)
+        self.finish(json.dumps(body))
 
     async def _stream(self, body: Any) -> None:
         try:
             request = parse(body)
         except ChatRouteError as exc:
-            self.set_status(exc.status)
-            self.finish(json.dumps(exc.body))
+            self._reply(exc.status, exc.body)
             return
         tools = request.tools
         if tools is None:
