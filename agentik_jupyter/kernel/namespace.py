@@ -202,6 +202,10 @@ def _is_scalar(value: Any) -> bool:
     return getattr(value, "shape", None) == ()
 
 
+CLIP_MARGIN_CHARS = 2_000
+"""Scrubbed past what `clip` keeps: masks shorten text, and more of it then moves into view."""
+
+
 def scrubbed_ends(text: str, window: int) -> str:
     """`text` scrubbed, or (when longer than two windows) its first and last `window` characters
     scrubbed and joined: what a head-and-tail cut then shows was scrubbed whole, not in pieces."""
@@ -213,15 +217,18 @@ def scrubbed_ends(text: str, window: int) -> str:
 def clip(text: str, limit: int) -> str:
     """Keep head and tail of `text` within `limit` characters, saying how much was cut.
 
-    Secrets are masked before the cut (a cut secret would no longer match the scrubber)."""
+    Secrets are masked before the cut (a cut secret would no longer match the scrubber); of a
+    long text only the ends that can be kept are scrubbed, so the cost follows `limit`."""
     if len(text) <= limit:
         return text
-    text = scrub(text)
+    window = limit + CLIP_MARGIN_CHARS
+    total = len(text) if len(text) > 2 * window else None  # else scrubbed whole: count what is left
+    text = scrubbed_ends(text, window)
     if len(text) <= limit:
         return text
     keep = max(limit - 40, 10)
     head, tail = text[: keep * 2 // 3], text[-(keep // 3) :]
-    return f"{head}… [{len(text) - len(head) - len(tail)} chars cut] …{tail}"
+    return f"{head}… [{(total or len(text)) - len(head) - len(tail)} chars cut] …{tail}"
 
 
 def imported(module: str) -> Any | None:

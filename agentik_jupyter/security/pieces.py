@@ -5,11 +5,13 @@ cut copy no longer matches the whole secret; the head of one copy and the tail o
 rebuild it. So every run of PIECE_CHARS or more characters that is part of a known secret is
 masked wherever it stands.
 
-Kept cheap because it runs on every answer and tool output: one regex finds the runs of
-characters that occur in the secrets (ordinary words are mostly shorter than PIECE_CHARS), and
-inside a run only every GRAM-th position is looked up in a dict of the secrets' GRAM-grams.
-Since 2 * GRAM - 1 <= PIECE_CHARS, every piece holds a gram that starts at one of those
-positions; a hit is then grown both ways against the secret it came from.
+Kept cheap because it runs on every answer and tool output. Since 2 * GRAM - 1 <= PIECE_CHARS,
+every piece holds a GRAM-gram that starts at a multiple of GRAM; those grams of the text
+(len / GRAM short slices) are intersected with the secrets' grams in one set operation. Usually that
+is empty and the text is done. Otherwise each occurrence of a shared gram is grown both ways
+along the secret it came from; every maximal match of PIECE_CHARS or more is masked. Which
+matches are found does not depend on where the text starts, so a streamed answer masked in
+parts is masked as the whole is (stream.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ GRAM = 6
 """Look-up stride and key length; 2 * GRAM - 1 <= PIECE_CHARS."""
 _SEPARATORS = re.compile(r"[\s\[\]]+")
 """Sources are cut here: a piece never holds whitespace or brackets, so a mask (`[hidden: X]`) and a
-line break always end a run, and a streamed answer's words are let through as they arrive."""
+line break always end one, and a streamed answer's words are let through as they arrive."""
 
 Span = tuple[int, int, str]
 Masker = Callable[[str], str]
@@ -51,47 +53,49 @@ class PieceIndex:
             alphabet.update(source)
             for offset in range(len(source) - GRAM + 1):
                 self._grams.setdefault(source[offset : offset + GRAM], []).append((index, offset))
+        self._gram_set = frozenset(self._grams)
         self.alphabet = frozenset(alphabet)
         """Every character a piece can hold (never whitespace or a bracket)."""
         self.alphabet_text = "".join(sorted(alphabet))
-        chars = "".join(re.escape(c) for c in self.alphabet_text)
-        self._runs = re.compile(f"[{chars}]{{{PIECE_CHARS},}}") if chars else None
 
     def __bool__(self) -> bool:
         return bool(self._sources)
 
     def spans(self, text: str) -> list[Span]:
         """(start, end, name) of the pieces in `text`, merged where they touch, in order."""
+        size = len(text)
+        if not self._sources or size < PIECE_CHARS:
+            return []
+        shared = self._gram_set.intersection([text[q : q + GRAM] for q in range(0, size - GRAM + 1, GRAM)])
+        if not shared:
+            return []
         found: list[Span] = []
-        grams, sources = self._grams, self._sources
-        if self._runs is None:
-            return found
-        for run in self._runs.finditer(text):
-            start, end = run.span()
-            covered = start
-            for q in range(start, end - GRAM + 1, GRAM):
-                if q + GRAM <= covered:
-                    continue  # inside a piece already found: any piece through here touches it
-                hits = grams.get(text[q : q + GRAM])
-                if not hits:
-                    continue
+        grown: dict[tuple[int, int], tuple[int, int]] = {}
+        """(source, where the source would start in the text) -> the last match grown along it."""
+        for gram in shared:
+            hits = self._grams[gram]
+            at = text.find(gram)
+            while at >= 0:
                 for index, offset in hits:
-                    source = sources[index]
-                    left = 0
-                    while q - left > start and offset - left > 0 and text[q - left - 1] == source[offset - left - 1]:
-                        left += 1
-                    right = GRAM
-                    while q + right < end and offset + right < len(source) and text[q + right] == source[offset + right]:
-                        right += 1
-                    if left + right >= PIECE_CHARS:
-                        found.append((q - left, q + right, self._names[index]))
-                        covered = max(covered, q + right)
+                    diagonal = (index, at - offset)
+                    last = grown.get(diagonal)
+                    if last is not None and last[0] <= at < last[1]:
+                        continue  # inside a match along this source already grown
+                    start, end = grown[diagonal] = self._grow(text, at, self._sources[index], offset)
+                    if end - start >= PIECE_CHARS:
+                        found.append((start, end, self._names[index]))
+                at = text.find(gram, at + 1)
         return _merged(found)
+
+    @staticmethod
+    def _grow(text: str, at: int, source: str, offset: int) -> tuple[int, int]:
+        """The longest stretch around text[at:at+GRAM] that equals `source` around `offset`."""
+        left = _common_length(text, at, source, offset, -1)
+        right = _common_length(text, at + GRAM, source, offset + GRAM, 1)
+        return at - left, at + GRAM + right
 
     def mask(self, text: str, mask: Masker) -> str:
         """`text` with each piece replaced by `mask(name)`."""
-        if not self._sources or len(text) < PIECE_CHARS:
-            return text
         spans = self.spans(text)
         if not spans:
             return text
@@ -103,6 +107,25 @@ class PieceIndex:
             pos = end
         out.append(text[pos:])
         return "".join(out)
+
+
+def _common_length(text: str, at: int, source: str, offset: int, step: int) -> int:
+    """How many characters agree going right from (at, offset), or left before them (step -1),
+    found by halving with slice comparisons (C speed) rather than character by character."""
+    if step > 0:
+        most = min(len(text) - at, len(source) - offset)
+        same = lambda n: text[at : at + n] == source[offset : offset + n]  # noqa: E731
+    else:
+        most = min(at, offset)
+        same = lambda n: text[at - n : at] == source[offset - n : offset]  # noqa: E731
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if same(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _merged(spans: list[Span]) -> list[Span]:

@@ -12,12 +12,14 @@ the streamed answer) are checked directly below.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.kernel.namespace import clip, short_repr
+from agentik_jupyter.security.scrub import forms, scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
@@ -86,6 +88,42 @@ def test_the_stream_lets_ordinary_words_through_at_once() -> None:
     assert scrubber.push("Plain words, nothing secret here. ") == "Plain words, nothing secret here. "
     assert scrubber.push("The start " + TOKEN[:10]) == "The start "
     assert scrubber.push(TOKEN[10:30] + " then") + scrubber.finish() == MASK + " then"
+
+
+def test_the_streamed_and_the_whole_text_agree_for_any_mix_and_any_chunking() -> None:
+    env = {**ENV, "LLM_API_KEY": "sk-agentik-LEAKCHECK-1234567890", "DB_PASS": "hunter2-but-longer"}
+    secrets = [TOKEN, env["LLM_API_KEY"], env["DB_PASS"]]
+    filler = ["the", "value", " ", "\n", "'", "[hidden: X]", "ghp_", "sk-", "=", "/", "1234567890", "implementation"]
+    for seed in range(300):
+        rng = random.Random(seed)
+        parts: list[str] = []
+        for _ in range(rng.randrange(1, 20)):
+            kind = rng.random()
+            if kind < 0.35:
+                secret = rng.choice(secrets)
+                a = rng.randrange(len(secret))
+                parts.append(secret[a : rng.randrange(a, len(secret) + 1)])
+            elif kind < 0.45:
+                parts.append(rng.choice(sorted(forms(rng.choice(secrets)))))
+            else:
+                parts.append(rng.choice(filler))
+        text = "".join(parts)
+        whole = scrub(text, env)
+        for secret in secrets:
+            assert not any(secret[i : i + PIECE] in whole for i in range(len(secret) - PIECE + 1)), (seed, whole)
+        scrubber, shown, pos = StreamScrubber(env), "", 0
+        while pos < len(text):
+            size = rng.randrange(1, 15)
+            shown += scrubber.push(text[pos : pos + size])
+            pos += size
+        assert shown + scrubber.finish() == whole, seed
+
+
+def test_clip_and_short_repr_scrub_before_they_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    for text in (short_repr([TOKEN] * 3, 150), short_repr({"t": TOKEN * 3}, 150), clip("x" * 500 + TOKEN * 40, 300)):
+        assert MASK in text
+        assert_no_piece("the clipped text", text)
 
 
 SETUP = """

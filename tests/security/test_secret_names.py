@@ -3,7 +3,7 @@
 The scrubber masked the values of variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD*…,
 except values that looked like numbers, paths or URLs. So a database URL with its password,
 MYSQL_PWD, DB_PASS, SENTRY_DSN, an all-digit PIN, a password that starts with `/` and a
-webhook URL under a secret name all went out as they were. Here each is masked, directly and
+webhook URL (under a secret name, or named *WEBHOOK*) all went out as they were. Here each is masked, directly and
 in a real kernel whose model inspects a variable built from them; what is not a secret
 (the working directory in PWD, `TOKENIZERS_PARALLELISM=false`, a *_DIR path, a URL without
 a password) is left alone.
@@ -35,6 +35,7 @@ SECRETS = {
     "BACKUP_SECRET": "~tilde-Secret-42",
     "ALERTS_WEBHOOK_SECRET": "https://hooks.slack.com/services/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",
     "HTTPS_PROXY": "http://proxyuser:Pr0xy-Passw0rd@proxy.corp:3128",
+    "TEAMS_WEBHOOK_URL": "https://example.webhook.office.com/webhookb2/9f8e7d6c-5b4a-3210-fedc-ba9876543210/IncomingWebhook/a1b2c3d4e5f6",
 }
 LEAKS = {
     "DATABASE_URL": DB_PASSWORD,
@@ -46,6 +47,7 @@ LEAKS = {
     "BACKUP_SECRET": SECRETS["BACKUP_SECRET"],
     "ALERTS_WEBHOOK_SECRET": "xYz0AbC1dEf2GhI3jKl4MnO5",
     "HTTPS_PROXY": "Pr0xy-Passw0rd",
+    "TEAMS_WEBHOOK_URL": "9f8e7d6c-5b4a-3210-fedc-ba9876543210",
 }
 """The part of each value that must never show."""
 NOT_SECRETS = {
@@ -93,7 +95,7 @@ def test_a_url_password_is_masked_wherever_it_goes_and_the_url_keeps_its_host() 
 SETUP = """
 import os
 names = ["DATABASE_URL", "MYSQL_PWD", "DB_PASS", "SENTRY_DSN", "SERVICE_TOKEN", "DEPLOY_PASSWORD",
-         "BACKUP_SECRET", "ALERTS_WEBHOOK_SECRET", "HTTPS_PROXY"]
+         "BACKUP_SECRET", "ALERTS_WEBHOOK_SECRET", "HTTPS_PROXY", "TEAMS_WEBHOOK_URL"]
 connections = {name.lower(): os.environ[name] for name in names}
 workdir = os.getcwd()
 """
