@@ -54,6 +54,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 import nbformat  # noqa: E402
 from playwright import sync_api  # noqa: E402
 
+from agentik_jupyter.kernel.cells import PROPOSAL_LINE  # noqa: E402
 from agentik_jupyter.persistence import SessionDB  # noqa: E402
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 from agentik_jupyter.types import (  # noqa: E402
@@ -631,6 +632,8 @@ def test_7_approve_in_agent_cell_then_panel(lab: Lab) -> None:
 
 
 def cell_source(lab: Lab, index: int) -> str:
+    """The cell's text; scrolled into view first, as JupyterLab builds an editor only when it is seen."""
+    lab.cell(index).scroll_into_view_if_needed(timeout=5_000)
     return lab.text(lab.cell(index).locator(".jp-InputArea-editor .cm-content"))
 
 
@@ -644,7 +647,8 @@ def test_7b_proposed_cells_appear_below_the_asking_cell(lab: Lab) -> None:
     out = lab.output(CELL_PROPOSE)
     lab.wait(lambda: (t := lab.text(out)) and "END-PROPOSE" in t and "✓ Done" in t, 20, "the proposing turn to end")
     below = [CELL_PROPOSE + 1, CELL_PROPOSE + 2]
-    lab.wait(lambda: [cell_source(lab, i) for i in below] == PROPOSED_CELLS, 10, "the proposed cells below the asking cell")
+    marked = [f"{PROPOSAL_LINE}\n{code}" for code in PROPOSED_CELLS]  # each says it is an unrun proposal
+    lab.wait(lambda: [cell_source(lab, i) for i in below] == marked, 10, "the proposed cells below the asking cell")
     assert lab.page.locator(".jp-Notebook .jp-Cell").count() == CELL_PROPOSE + 4  # and the empty one after them
     assert all(prompt(lab, i).strip() in ("[ ]:", "[ ]") for i in below), "a proposed cell was run"
     results = [m["content"] for m in tool_messages(lab)][-2:]  # earlier turns' results come first
