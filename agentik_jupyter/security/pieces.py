@@ -7,8 +7,9 @@ masked wherever it stands.
 
 Kept cheap because it runs on every answer and tool output. Since 2 * GRAM - 1 <= PIECE_CHARS,
 every piece holds a GRAM-gram that starts at a multiple of GRAM; those grams of the text
-(len / GRAM short slices) are intersected with the secrets' grams in one set operation. Usually that
-is empty and the text is done. Otherwise each occurrence of a shared gram is grown both ways
+(len / GRAM short slices, `aligned_grams`) are intersected with the secrets' grams in one set
+operation. Usually that is empty and the text is done (the scrubber tests whole forms of
+PIECE_CHARS or more the same way, with the same grams). Otherwise each occurrence of a shared gram is grown both ways
 along the secret it came from; every maximal match of PIECE_CHARS or more is masked. Which
 matches are found does not depend on where the text starts, so a streamed answer masked in
 parts is masked as the whole is (stream.py).
@@ -29,6 +30,17 @@ line break always end one, and a streamed answer's words are let through as they
 
 Span = tuple[int, int, str]
 Masker = Callable[[str], str]
+
+
+def aligned_grams(text: str) -> set[str]:
+    """The text's GRAM-grams that start at multiples of GRAM: every stretch of PIECE_CHARS or
+    more characters holds one of them, wherever it starts."""
+    return set([text[q : q + GRAM] for q in range(0, len(text) - GRAM + 1, GRAM)])
+
+
+def grams_of(strings: Iterable[str]) -> frozenset[str]:
+    """Every GRAM-gram of `strings`."""
+    return frozenset(s[i : i + GRAM] for s in strings for i in range(len(s) - GRAM + 1))
 
 
 def piece_sources(value: str) -> list[str]:
@@ -61,12 +73,12 @@ class PieceIndex:
     def __bool__(self) -> bool:
         return bool(self._sources)
 
-    def spans(self, text: str) -> list[Span]:
-        """(start, end, name) of the pieces in `text`, merged where they touch, in order."""
-        size = len(text)
-        if not self._sources or size < PIECE_CHARS:
+    def spans(self, text: str, grams: set[str] | None = None) -> list[Span]:
+        """(start, end, name) of the pieces in `text`, merged where they touch, in order.
+        `grams` are the text's aligned grams when the caller has them already."""
+        if not self._sources or len(text) < PIECE_CHARS:
             return []
-        shared = self._gram_set.intersection([text[q : q + GRAM] for q in range(0, size - GRAM + 1, GRAM)])
+        shared = self._gram_set.intersection(aligned_grams(text) if grams is None else grams)
         if not shared:
             return []
         found: list[Span] = []
@@ -94,9 +106,9 @@ class PieceIndex:
         right = _common_length(text, at + GRAM, source, offset + GRAM, 1)
         return at - left, at + GRAM + right
 
-    def mask(self, text: str, mask: Masker) -> str:
+    def mask(self, text: str, mask: Masker, grams: set[str] | None = None) -> str:
         """`text` with each piece replaced by `mask(name)`."""
-        spans = self.spans(text)
+        spans = self.spans(text, grams)
         if not spans:
             return text
         out: list[str] = []

@@ -23,7 +23,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .pieces import PieceIndex, piece_sources
+from .pieces import PIECE_CHARS, PieceIndex, aligned_grams, grams_of, piece_sources
 from .urls import url_secrets
 
 KEY_VARIABLE = "LLM_API_KEY"
@@ -149,18 +149,26 @@ class Masks:
     pattern: re.Pattern[str] | None
     names: dict[str, str]
     """Each whole form and the name it is masked with."""
+    form_grams: frozenset[str]
+    """Every gram of the forms of PIECE_CHARS or more: one holds an aligned gram of the text."""
     anchors: tuple[str, ...]
-    """The first characters of every form: a fast substring test before the regex runs."""
+    """The first characters of the shorter forms: a fast substring test for them."""
     pieces: PieceIndex
 
     def apply(self, text: str) -> str:
-        """`text` with every whole form, then every remaining piece, masked."""
-        if not text:
+        """`text` with every whole form, then every remaining piece, masked.
+
+        One pass takes the text's aligned grams; the regex runs only if they meet a form's
+        grams (or a short form's anchor is in the text), and the pieces start from them too."""
+        if not text or self.pattern is None:
             return text
-        if self.pattern is not None and any(a in text for a in self.anchors):
+        grams = aligned_grams(text)
+        if not grams.isdisjoint(self.form_grams) or any(a in text for a in self.anchors):
             names = self.names
-            text = self.pattern.sub(lambda m: mask(names[m.group(0)]), text)
-        return self.pieces.mask(text, mask) if self.pieces else text
+            masked = self.pattern.sub(lambda m: mask(names[m.group(0)]), text)
+            if masked != text:
+                text, grams = masked, aligned_grams(masked)
+        return self.pieces.mask(text, mask, grams) if self.pieces else text
 
 
 @functools.lru_cache(maxsize=PATTERN_CACHE_SIZE)
@@ -175,8 +183,9 @@ def masks_for(secrets: Secrets) -> Masks:
     pattern = None
     if names:
         pattern = re.compile("|".join(re.escape(a) for a in sorted(names, key=len, reverse=True)))
-    anchors = tuple(sorted({form[:MIN_SECRET_CHARS] for form in names}))
-    return Masks(pattern, names, anchors, PieceIndex(sources))
+    form_grams = grams_of(form for form in names if len(form) >= PIECE_CHARS)
+    anchors = tuple(sorted({form[:MIN_SECRET_CHARS] for form in names if len(form) < PIECE_CHARS}))
+    return Masks(pattern, names, form_grams, anchors, PieceIndex(sources))
 
 
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
