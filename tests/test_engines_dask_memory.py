@@ -1,4 +1,5 @@
 """describe_dataframe on dask.datasets.timeseries: the kernel's memory comes back once the tool has answered.
+And the runner rule behind it: an engine call waits for cancelled work still winding down.
 
 Each of its 85 partitions (2.6M rows) takes 1-2 s and ~400 MB to generate, so no phase fits its share of
 the budget: describe cancels one phase after another. Work a cancelled phase has already started cannot be
@@ -11,12 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("pandas")
+from agentik_jupyter.engines.base import Job, OverBudget, run_bounded
+
 
 RSS_BOUND_MB = 300
 BUDGET_S = 4.0
@@ -48,6 +50,8 @@ print(json.dumps([text, seconds, at_answer, rss_mb() - before, still_working, pe
 
 
 def test_describing_dask_timeseries_gives_the_memory_back() -> None:
+    pytest.importorskip("dask.dataframe")
+    pytest.importorskip("pandas")
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr[-3000:]
     text, seconds, at_answer, settled, still_working, peak = json.loads(done.stdout.strip().splitlines()[-1])
@@ -57,3 +61,42 @@ def test_describing_dask_timeseries_gives_the_memory_back() -> None:
     assert not still_working, f"engine work still running {SETTLE_S:g} s after the answer; {report}"
     assert settled < RSS_BOUND_MB, report
     print(report)
+
+
+def _stubborn(running: list[int], seconds: float) -> Job[str]:
+    """A call that ignores its cancel for `seconds`, like a Dask partition already being made."""
+
+    def run() -> str:
+        running.append(1)
+        time.sleep(seconds)
+        running.pop()
+        return "late rows"
+
+    return Job(run)
+
+
+def test_the_next_engine_call_waits_for_cancelled_work_to_stop() -> None:
+    running: list[int] = []
+    with pytest.raises(OverBudget) as info:
+        run_bounded(_stubborn(running, 1.5), time.monotonic() + 0.2)
+    assert running == [1]  # the tool went on without it
+    seen: list[int] = []
+
+    def next_call() -> str:
+        seen.append(len(running))
+        return "ok"
+
+    assert run_bounded(Job(next_call), time.monotonic() + 10) == "ok"
+    assert seen == [0], "the next call ran beside the cancelled one"
+    assert info.value.late(None) == "late rows"  # its value is still there for whoever wants it
+
+
+def test_a_call_whose_deadline_passes_while_waiting_never_starts() -> None:
+    running: list[int] = []
+    with pytest.raises(OverBudget):
+        run_bounded(_stubborn(running, 1.5), time.monotonic() + 0.2)
+    started: list[bool] = []
+    with pytest.raises(OverBudget, match="still stopping"):
+        run_bounded(Job(lambda: started.append(True)), time.monotonic() + 0.3)
+    assert not started
+    run_bounded(Job(lambda: None), time.monotonic() + 10)  # leave nothing winding down for the next test

@@ -33,10 +33,11 @@ T = TypeVar("T")
 class OverBudget(Exception):
     """The engine's work did not finish before its deadline and was cancelled.
 
-    `late()` is its value if the call, left to wind down, finished anyway by the time it is asked.
+    `late(until)` is its value if the call, left to wind down, finishes anyway by the monotonic
+    time `until` (waited for; now if None), else None.
     """
 
-    def __init__(self, message: str, late: Callable[[], Any] = lambda: None) -> None:
+    def __init__(self, message: str, late: Callable[[float | None], Any] = lambda until=None: None) -> None:
         super().__init__(message)
         self.late = late
 
@@ -219,6 +220,11 @@ def run_bounded(job: Job[T], deadline: float) -> T:
         with _running_lock:
             _abandoned.append(done)
 
+    def late(until: float | None = None) -> Any:
+        if until is not None:
+            done.wait(max(until - time.monotonic(), 0.0))
+        return box.get("value") if done.is_set() else None
+
     if deadline - time.monotonic() <= 0:
         raise OverBudget("no time left")
     _wait_for_abandoned(deadline)
@@ -237,7 +243,7 @@ def run_bounded(job: Job[T], deadline: float) -> T:
         if not done.is_set():
             _cancel_quietly(job.cancel)
             give_up()
-            raise OverBudget("cancelled at the deadline", lambda: box.get("value") if done.is_set() else None)
+            raise OverBudget("cancelled at the deadline", late)
     finally:
         with _running_lock:
             _running.discard(job.cancel)

@@ -189,8 +189,10 @@ class DaskEngine:
     def head(self, n: int) -> Job[Head]:
         """The first rows of the first partition only (fewer when it is short): one partition's work."""
         def build() -> list[Any]:
+            # One delayed task, so no finalize step follows it: once its partition is being made, a
+            # cancel cannot stop it, and its rows arrive late rather than not at all (summarize.py).
             first = self.df.partitions[0]
-            return [first.map_partitions(_first_rows, n, meta=first._meta)]
+            return [first.map_partitions(_first_rows, n, meta=first._meta).to_delayed()[0]]
 
         job = _compute(build)
 

@@ -39,11 +39,11 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
-def _attempt(job: Job[T], deadline: float) -> tuple[T | None, str, Callable[[], T | None]]:
+def _attempt(job: Job[T], deadline: float) -> tuple[T | None, str, Callable[[float | None], T | None]]:
     """(value, '', …) or (None, why, late): over budget and cancelled, or the engine's error.
 
-    `late()` is the value of a cancelled call that finished while winding down (a Dask head whose
-    one partition was already being made), else None.
+    `late(until)` is the value of a cancelled call that finishes while winding down (a Dask head whose
+    one partition was already being made) by `until`, else None.
     """
     try:
         return run_bounded(job, deadline), "", _none
@@ -53,7 +53,7 @@ def _attempt(job: Job[T], deadline: float) -> tuple[T | None, str, Callable[[], 
         return None, _error(exc), _none
 
 
-def _none() -> None:
+def _none(until: float | None = None) -> None:
     return None
 
 
@@ -79,8 +79,8 @@ def summarize(engine: Engine, name: str, columns: list[str] | None, budget_s: fl
             _count(engine, summary, mark(1.0))
     finally:
         release_freed_memory()
-    if summary.head is None:
-        summary.head = late_head()
+    if summary.head is None:  # the budget left over is spent waiting for first rows already on their way
+        summary.head = late_head(mark(1.0))
     if summary.head is None:
         summary.notes.append(f"first rows: not shown ({why})")
     return summary
