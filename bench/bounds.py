@@ -14,6 +14,7 @@ BOUNDS: list[tuple[str, float, str]] = [
     ("kernel_turns.plain.widget_updates_per_1000_tokens", 60, "widget updates per 1,000 streamed tokens"),
     ("kernel_turns.tool_call.widget_updates_per_1000_tokens", 60, "the same with one tool call"),
     ("paced_turns.plain.first_words_s", 0.03, "a paced answer's first frame to its first words on the client (s)"),
+    ("paced_turns.plain.first_words_at_once_s", 0.03, "the same for a model that answers at once, at its pace (s)"),
     ("paced_turns.plain.bytes_per_answer_byte", 4.0, "bytes to the frontend per byte of a paced answer"),
     ("paced_turns.plain.cpu_ratio", 1.3, "kernel CPU of a paced turn / of the raw read of the same stream"),
     ("paced_turns.tool_call.cpu_ratio", 1.6, "the same with a call of a user @tool (sync), both responses paced"),

@@ -9,6 +9,8 @@ pair. At this pace both cells last as long as the stream, so what a turn costs s
 - `first_words_s`: from the moment the server wrote the answer's first frame to the moment the
   client received the first frontend message (display, display update, widget open or update,
   stream) that carries answer text: how long the first words wait to be on screen.
+  `first_words_at_once_s` is the same for a model that does not think first (its first byte
+  comes before the live view's `LIVE_AFTER_S`), counted on REPEATS more plain turns.
 - `bytes_per_answer_byte`: every frontend message of the cell (content JSON plus buffers, the
   kernel's `status` and `execute_input` echoes left out) per byte of the answer.
 - `cpu_ratio`: the kernel process's CPU time (all threads, read from outside) from the execute
@@ -48,8 +50,8 @@ FIRST_WORD = re.compile(r"(?<![A-Za-z])" + re.escape(ANSWER.split()[0]) + r"(?![
 other texts do not hold it)."""
 
 
-def _replies(tool: bool) -> list[Reply]:
-    answer = Reply.text(ANSWER, chunks=len(ANSWER) // CHUNK, first_byte_after=THINK_S)
+def _replies(tool: bool, think: bool = True) -> list[Reply]:
+    answer = Reply.text(ANSWER, chunks=len(ANSWER) // CHUNK, first_byte_after=THINK_S if think else None)
     if not tool:
         return [answer]
     call = Reply.tool_calls([{"name": "count_rows", "args": {"region": "north"}}])
@@ -95,6 +97,15 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def _first_words(cells: list[PacedCell], name: str) -> dict[str, float | None]:
+    """The median and the worst (None when a turn showed no answer text, or none ran)."""
+    firsts = [c.first_words_s for c in cells if c.first_words_s is not None]
+    if not cells:
+        return {}
+    return {f"{name}_s": round(_median(firsts), 4) if len(firsts) == len(cells) else None,
+            f"{name}_max_s": round(max(firsts), 4) if firsts else None}
+
+
 def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[str, Any]:
     requests = 2 if tool else 1
     raws: list[PacedCell] = []
@@ -107,12 +118,14 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
         if i:  # the first pair warms up imports, the sessions file and the connection pool
             raws.append(raw)
             turns.append(turn)
+    at_once: list[PacedCell] = []
+    for _ in range(0 if tool else REPEATS):  # the model answers at once, at its pace
+        server.push(*_replies(tool, think=False))
+        at_once.append(_run(kernel, server, AGENT_CELL, agent=True))
     raw_cpu, turn_cpu = _median([c.cpu_s for c in raws]), _median([c.cpu_s for c in turns])
-    firsts = [c.first_words_s for c in turns if c.first_words_s is not None]
     answer_bytes = len(ANSWER.encode())
     return {
-        "first_words_s": round(_median(firsts), 4) if len(firsts) == len(turns) else None,
-        "first_words_max_s": round(max(firsts), 4) if firsts else None,
+        **_first_words(turns, "first_words"), **_first_words(at_once, "first_words_at_once"),
         "bytes_per_answer_byte": round(_median([c.bytes for c in turns]) / answer_bytes, 2),
         "cpu_ratio": round(turn_cpu / raw_cpu, 2),
         "turn_cpu_s": round(turn_cpu, 4), "raw_cpu_s": round(raw_cpu, 4),

@@ -22,7 +22,7 @@ from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME
 from agentik_jupyter.widgets import shared
 from agentik_jupyter.widgets.shared import placeholder
-from agentik_jupyter.widgets.turn_view import LIVE_AFTER_S, VIEW_TEXT
+from agentik_jupyter.widgets.turn_view import FIRST_WORDS_MAX_CHARS, FIRST_WORDS_S, LIVE_AFTER_S, VIEW_TEXT
 
 from .widgets_support import CommLog, comm_log  # noqa: F401
 
@@ -94,6 +94,31 @@ async def test_the_place_is_shown_at_once_and_the_view_takes_it_if_the_model_sti
     assert bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == "slow answer"
     assert bundle[TRANSCRIPT_MIME]["elapsed_s"] >= 0.2  # counted from the start, not from the build
     assert len(shown) == 2 and view.widget.comm is None  # closed at the end
+
+
+async def test_an_answer_that_streams_at_once_is_shown_when_its_first_words_come(comm_log: CommLog) -> None:
+    """A model that starts answering at once, at its own pace (a token every 10 ms): the view is
+    built FIRST_WORDS_S after the first words if the turn still runs, not LIVE_AFTER_S after the
+    request (that waited ~0.1 s with the first words in hand)."""
+    s = session([Step.say("word " * 40, chunk_size=5, delay=0.01)])  # ~0.4 s of streaming
+    shown = Shown()
+    view = TurnView(s, "q", wait=True, show=shown)
+    task = s.start_turn("q")
+    view.track(task)
+    await asyncio.sleep(0.01 + FIRST_WORDS_S + 0.03)  # the first words, then a moment: well before LIVE_AFTER_S
+    assert FIRST_WORDS_S + 0.04 < LIVE_AFTER_S and 5 < FIRST_WORDS_MAX_CHARS < 900
+    assert view._built and len(shown) == 2 and model_of(shown[1]) == view.widget.model_id
+    assert any("word" in str(data) for kind, _, _, data in comm_log.messages if kind in ("comm_open", "comm_msg"))
+    await task
+    assert view.finish()[TRANSCRIPT_MIME]["entries"][-1]["content"] == "word " * 40
+
+
+async def test_an_answer_that_comes_in_bursts_and_ends_soon_opens_no_widget(comm_log: CommLog) -> None:
+    """Thousands of characters at once are read faster than anyone reads: the turn is about to
+    end, so its first words do not build the view (LIVE_AFTER_S decides, as before)."""
+    view, shown, bundle = await finished(session([Step.say("burst " * 300, chunk_size=900, delay=0.02)]))
+    assert_placeholder_only(view, shown, comm_log)  # (it ran ~0.04 s: past FIRST_WORDS_S, short of LIVE_AFTER_S)
+    assert bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == "burst " * 300
 
 
 async def test_a_turn_that_ends_at_once_leaves_its_transcript_and_an_empty_box(comm_log: CommLog) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ipywidgets import Box, HBox, Output, VBox, Widget
 
 from ..store import ChatState
-from ..types import ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
+from ..types import AppendText, ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
 from .approval_card import ApprovalCard
 from .body import TurnBody
 from .markdown import escape
@@ -34,12 +34,20 @@ __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
 VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
 LIVE_AFTER_S = 0.1
 """A view shown by `show` builds its widgets only if its turn still runs this long after its
-answer was requested (or at once when something needs them first: a call of a tool that may
+answer was requested, or `FIRST_WORDS_S` after its first words (or at once when something needs them first: a call of a tool that may
 hold the kernel's loop, an approval, a turn queued behind others). A turn that ends sooner
 would show a live view for less time than anyone can see (0.1 s is the usual bound for
 "instant"), so its widgets are never opened and closed: its place in the output is the
 kernel's one shared empty box (displayed at once, so the cell's outputs are the same either
 way, as nbval compares them), which a view that is built replaces in place."""
+FIRST_WORDS_S = 0.01
+FIRST_WORDS_MAX_CHARS = 400
+"""A view not built yet is built `FIRST_WORDS_S` after its answer's first words if the turn
+still runs then and no more than FIRST_WORDS_MAX_CHARS of answer came by then: a model that
+starts answering at once but streams at its pace (tens of characters in that time) shows its
+first words at once instead of `LIVE_AFTER_S` after the request, while an answer that came in
+a burst (thousands of characters: read faster than anyone reads) is about to end, and is left
+to `LIVE_AFTER_S` (its turn opens no widget)."""
 Displayer = Callable[[dict[str, Any]], None]
 
 
@@ -103,6 +111,7 @@ class TurnView:
         self.task: asyncio.Future[Any] | None = None
         self._ending: tuple[list[ChatMessage], str | None, float | None] | None = None
         self._early: list[Event] = []  # the events before a deferred build
+        self._early_chars = 0  # answer text that came before the build
         self.errors: list[str] = []
         self.widget: Box | None = None
         self._place: Any = None  # where `show` put the view (a display handle)
@@ -149,6 +158,16 @@ class TurnView:
             asyncio.get_running_loop().call_later(LIVE_AFTER_S, self._build_if_running)
         except RuntimeError:
             self.build()
+
+    def _early_text_timer(self) -> None:
+        try:
+            asyncio.get_running_loop().call_later(FIRST_WORDS_S, self._build_if_streaming)
+        except RuntimeError:
+            pass
+
+    def _build_if_streaming(self) -> None:
+        if self._early_chars <= FIRST_WORDS_MAX_CHARS:
+            self._build_if_running()
 
     def _build_if_running(self) -> None:
         if not self.ended:
@@ -239,6 +258,10 @@ class TurnView:
             self.build()
             self.body.handle(event)
         else:
+            if type(event) is AppendText and not event.reasoning:
+                if not self._early_chars:
+                    self._early_text_timer()
+                self._early_chars += len(event.text)
             self._early.append(event)
         if isinstance(event, End):
             self._conclude(event.reason, event.usage)
