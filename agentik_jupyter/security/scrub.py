@@ -34,6 +34,8 @@ LOCATION_NAME = re.compile(r"^(OLD)?PWD$|ASKPASS|_(DIR|FILE|PATH)S?$", re.I)
 an askpass program, `*_KEY_FILE`, `*_TOKEN_PATH`, `CACHE_KEY_DIR`."""
 MIN_SECRET_CHARS = 6
 """Shorter values are not masked: masking `true` or `1` would mangle ordinary text and protect nothing."""
+_PATH = re.compile(r"~?/[^/]*/")
+"""A value that starts like a filesystem path of two or more parts (`/a/b`, `~/a/b`)."""
 MIN_EMBEDDED_B64_CHARS = 12
 """A base64 fragment shorter than this could match ordinary text by chance."""
 MAX_SCRUB_DEPTH = 32
@@ -131,9 +133,12 @@ def forms(value: str) -> set[str]:
 
 
 def _piece_forms(value: str) -> set[str]:
-    """What pieces are taken from: the value's long parts, raw and in base64 (a cut base64 text)."""
-    if "://" in value:
-        return set()  # a URL's secret parts are entries of their own (urls.url_secrets)
+    """What pieces are taken from: the value's long parts, raw and in base64 (a cut base64 text).
+
+    Not a URL's (its secret parts are entries of their own: urls.url_secrets) nor a path's: a
+    path's pieces (`/run/user/1000/…` of GNOME_KEYRING_CONTROL) are in every other path there."""
+    if "://" in value or _PATH.match(value):
+        return set()
     out: set[str] = set()
     for source in piece_sources(value):
         out.add(source)

@@ -57,7 +57,7 @@ def redact_urls(text: str) -> str:
 def url_secrets(value: str, secret_name: bool, min_chars: int) -> list[str]:
     """The parts of URL `value` to mask: its userinfo password, `user:password@`, and each secret
     query value with its `name=value` (every query value when the variable's name is secret, and
-    then a username or path of PIECE_CHARS or more too). A part shorter than `min_chars` is
+    then a username, path and path segment of PIECE_CHARS or more too). A part shorter than `min_chars` is
     masked only with its context (`key=abc`), never alone; shorter still, not at all (`redact_url`
     keeps it out of what is shown). Empty when `value` is not a URL or carries no credential."""
     parts = _split(value)
@@ -74,7 +74,8 @@ def url_secrets(value: str, secret_name: bool, min_chars: int) -> list[str]:
             found.append(f"{name}={raw}")
             found.append(raw)
     if secret_name:  # a DSN's key is its username, a webhook's token is in its path
-        found.extend(p for p in (user, parts.path + (f"?{parts.query}" if parts.query else "")) if len(p) >= PIECE_CHARS)
+        rest = parts.path + (f"?{parts.query}" if parts.query else "")
+        found.extend(p for p in (user, rest, *parts.path.split("/")) if len(p) >= PIECE_CHARS)
     for part in list(found):
         decoded = urllib.parse.unquote(part)
         if decoded != part:

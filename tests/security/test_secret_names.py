@@ -84,6 +84,12 @@ def test_a_short_value_under_a_secret_name_is_kept_from_six_characters_on() -> N
     assert scrub("pins 12345 and 123456", env) == "pins 12345 and [hidden: APP_PWD]"
 
 
+def test_a_path_under_a_secret_name_is_masked_whole_and_other_paths_beside_it_stay() -> None:
+    env = {"GNOME_KEYRING_CONTROL": "/run/user/1000/keyring"}
+    text = "File /run/user/1000/kernel-7.json; socket /run/user/1000/keyring"
+    assert scrub(text, env) == "File /run/user/1000/kernel-7.json; socket [hidden: GNOME_KEYRING_CONTROL]"
+
+
 def test_a_url_password_is_masked_wherever_it_goes_and_the_url_keeps_its_host() -> None:
     env = {"DATABASE_URL": SECRETS["DATABASE_URL"]}
     said = f"connect to postgresql://analyst:{DB_PASSWORD}@replica:5432/x failed; password {DB_PASSWORD!r}"
