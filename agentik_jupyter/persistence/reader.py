@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from ..ids import is_session_id, valid_id_sql
 from ..types import PersistedMessage
 from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
 from .models import AuditEntry, AuditPage, ConversationInfo
@@ -25,6 +26,8 @@ PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
 EVENTS_PER_READ = 200
 CHANGE_LOG_VERSION = 3
+LISTED = " WHERE c.is_temporal = 0 AND " + valid_id_sql("c.id")
+"""The sessions a reader lists: saved ones whose id is a session id (ids.py); others are hidden."""
 
 _RECORD = TypeAdapter(PersistedMessage)
 
@@ -78,19 +81,30 @@ class SessionReader:
 
         def body(conn: sqlite3.Connection, version: int) -> tuple[list[ConversationInfo], int]:
             rows = conn.execute(
-                CONVERSATION_SELECT + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
+                CONVERSATION_SELECT + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-            return [_info(r) for r in rows], _position(conn, version)
+            return [_info(r) for r in rows if is_session_id(r[0])], _position(conn, version)
 
         return self._read(body, ([], 0))
 
     def count_conversations(self) -> int:
+        return self._read(lambda conn, _v: conn.execute("SELECT count(*) FROM conversation c" + LISTED).fetchone()[0], 0)
+
+    def count_hidden(self) -> int:
+        """Saved sessions not listed because their id is not a session id (a crafted file)."""
         return self._read(
-            lambda conn, _v: conn.execute("SELECT count(*) FROM conversation WHERE is_temporal = 0").fetchone()[0], 0
+            lambda conn, _v: conn.execute(
+                f"SELECT count(*) FROM conversation c WHERE c.is_temporal = 0 AND NOT {valid_id_sql('c.id')}"
+            ).fetchone()[0],
+            0,
         )
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
+        """One session; an id that is not a session id is never served (ConversationNotFoundError)."""
+        if not is_session_id(conversation_id):
+            raise ConversationNotFoundError(conversation_id, self.path)
+
         def body(conn: sqlite3.Connection, _version: int) -> ConversationInfo | None:
             row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
             return _info(row) if row else None
@@ -111,6 +125,8 @@ class SessionReader:
         """
         if limit <= 0:
             raise ValueError("limit must be positive")
+        if not is_session_id(conversation_id):
+            raise ConversationNotFoundError(conversation_id, self.path)
 
         def body(conn: sqlite3.Connection, _version: int) -> AuditPage | None:
             if conn.execute("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)).fetchone() is None:
@@ -142,6 +158,7 @@ class SessionReader:
         Each is one JSON-ready dict with its ``position``; a message event carries the audit
         row as the history route returns it (messages of sessions deleted since are gone);
         created/renamed carry the title then and, if it still exists, the session now.
+        Events of rows whose id is not a session id are left out, as those rows are.
         """
 
         def body(conn: sqlite3.Connection, version: int) -> list[dict[str, Any]]:
@@ -151,11 +168,13 @@ class SessionReader:
                 "SELECT l.position, l.kind, l.conversation_id, l.title, l.created_at,"
                 "       m.seq, m.turn_id, m.created_at, m.payload_json"
                 " FROM change_log l LEFT JOIN message m ON m.id = l.message_id"
-                " WHERE l.position > ? ORDER BY l.position LIMIT ?",
+                " WHERE l.position > ? AND " + valid_id_sql("l.conversation_id") + " ORDER BY l.position LIMIT ?",
                 (position, limit),
             ).fetchall()
             events: list[dict[str, Any]] = []
             for pos, kind, conv, title, at, seq, turn, created, payload in rows:
+                if not is_session_id(conv):
+                    continue
                 event: dict[str, Any] = {"type": kind, "position": pos, "session_id": conv, "at": at}
                 if kind == "message":
                     if payload is None:

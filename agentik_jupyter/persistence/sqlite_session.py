@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from ..ids import is_session_id, valid_id_sql
 from ..security.scrub import scrub
 from ..types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
 from .budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
@@ -48,7 +49,9 @@ T = TypeVar("T")
 
 INTERRUPTED_CODE = "interrupted"
 TITLE_MAX_CHARS = 60
-
+LISTED = "c.is_temporal = 0 AND " + valid_id_sql("c.id")
+"""Sessions listed and resumed: saved ones whose id is a session id (ids.py); a crafted file's
+other rows are never offered, and ``_conversation_row`` treats their ids as absent."""
 
 
 def default_title(text: str, limit: int = TITLE_MAX_CHARS) -> str | None:
@@ -132,7 +135,9 @@ class SessionDB:
             )
 
     def _conversation_row(self, conn: sqlite3.Connection, conversation_id: str) -> tuple:
-        row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
+        row = None
+        if is_session_id(conversation_id):
+            row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
         if row is None:
             raise ConversationNotFoundError(conversation_id, self.path)
         return row
@@ -205,7 +210,7 @@ class SessionDB:
 
         def body(conn: sqlite3.Connection) -> ConversationInfo | None:
             row = conn.execute(
-                CONVERSATION_SELECT + " WHERE c.is_temporal = 0 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT 1"
+                CONVERSATION_SELECT + " WHERE " + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT 1"
             ).fetchone()
             return _info(row) if row else None
 
@@ -215,7 +220,7 @@ class SessionDB:
         self, limit: int = 50, offset: int = 0, include_temporal: bool = False
     ) -> list[ConversationInfo]:
         """Sessions, most recently updated first, with their message counts."""
-        where = "" if include_temporal else " WHERE c.is_temporal = 0"
+        where = " WHERE " + (valid_id_sql("c.id") if include_temporal else LISTED)
         sql = CONVERSATION_SELECT + where + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?"
         return self._read(lambda conn: [_info(row) for row in conn.execute(sql, (limit, offset))])
 

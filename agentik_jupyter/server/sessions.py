@@ -6,6 +6,10 @@ SessionDB, the kernels' own store, so they take the same locks and leave the sam
 log rows. The events stream follows the change log from the position the client gives
 (`after=`, or the `Last-Event-ID` header a reconnecting EventSource sends), polling it
 read-only, so a reconnect misses nothing.
+
+Session ids are data from a file a project may ship: only ids that are session ids (ids.py)
+are listed or streamed (the list says how many rows it hides), and a route given any other
+id answers 400 before the file is opened.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import tornado.web
 from jupyter_server.auth.decorator import authorized
 from tornado.iostream import StreamClosedError
 
+from ..ids import InvalidSessionIdError, check_session_id
 from ..persistence import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
@@ -78,7 +83,8 @@ class _SessionsBase(AgentikHandler):
 
 
 class SessionsHandler(_SessionsBase):
-    """GET ?path=nb.ipynb[&offset=&limit=] -> {sessions, offset, limit, total, position}, newest first."""
+    """GET ?path=nb.ipynb[&offset=&limit=] -> {sessions, offset, limit, total, position, hidden},
+    newest first; `hidden` counts the rows not listed because their id is not a session id."""
 
     @tornado.web.authenticated
     @authorized
@@ -88,10 +94,19 @@ class SessionsHandler(_SessionsBase):
         limit = self._int("limit", PAGE_SIZE, 1, MAX_PAGE_SIZE)
         sessions, position = await self._run(reader.list_conversations, limit, offset)
         total = await self._run(reader.count_conversations)
+        hidden = await self._run(reader.count_hidden)
         self._reply({
             "sessions": [s.model_dump() for s in sessions],
-            "offset": offset, "limit": limit, "total": total, "position": position,
+            "offset": offset, "limit": limit, "total": total, "position": position, "hidden": hidden,
         })
+
+
+def _session_id(value: str) -> str:
+    """The route's id, or 400: an id that is not a session id never reaches the file."""
+    try:
+        return check_session_id(value)
+    except InvalidSessionIdError as exc:
+        raise tornado.web.HTTPError(400, str(exc)) from None
 
 
 class SessionHandler(_SessionsBase):
@@ -100,6 +115,7 @@ class SessionHandler(_SessionsBase):
     @tornado.web.authenticated
     @authorized
     async def get(self, conversation_id: str) -> None:
+        conversation_id = _session_id(conversation_id)
         reader = SessionReader(self._db_path())
         limit = self._int("limit", PAGE_SIZE, 1, MAX_PAGE_SIZE)
         before = self._int("before", None)
@@ -115,6 +131,7 @@ class SessionHandler(_SessionsBase):
     @tornado.web.authenticated
     @authorized
     async def patch(self, conversation_id: str) -> None:
+        conversation_id = _session_id(conversation_id)
         try:
             body = json.loads(self.request.body or b"null")
         except ValueError:
@@ -131,6 +148,7 @@ class SessionHandler(_SessionsBase):
     @tornado.web.authenticated
     @authorized
     async def delete(self, conversation_id: str) -> None:
+        conversation_id = _session_id(conversation_id)
         path = self._existing()
         if not await self._run(_write, path, lambda db: db.delete_conversation(conversation_id)):
             raise tornado.web.HTTPError(404, f"no session {conversation_id!r}")
