@@ -84,10 +84,24 @@ def normalize(nb: nbformat.NotebookNode, folder: Path) -> None:
     nb.metadata["kernelspec"] = {"display_name": spec.display_name, "language": spec.language, "name": KERNEL}
     prune_widget_state(nb)
     local = f"{folder.parent}{os.sep}"
+    if "widgets" in nb.metadata:
+        nb.metadata["widgets"] = _relative(nb.metadata["widgets"], local)
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream" and local in out.get("text", ""):
-                out["text"] = out["text"].replace(local, "")
+            for key in ("text", "data"):
+                if key in out:
+                    out[key] = _relative(out[key], local)
+
+
+def _relative(value: Any, local: str) -> Any:
+    """Paths under the repository (the sessions file, a traceback's library frames) made relative to it."""
+    if isinstance(value, str):
+        return value.replace(local, "")
+    if isinstance(value, list):
+        return [_relative(v, local) for v in value]
+    if isinstance(value, dict):
+        return {k: _relative(v, local) for k, v in value.items()}
+    return value
 
 
 def refresh(path: Path) -> int:

@@ -237,7 +237,7 @@ def test_walk_fix_proposes_the_corrected_cell_and_the_bubble_is_one_line(walk: R
     ex = walk.execute("%agent fix", timeout=60)
     entries = _entries(ex)
     question = entries[0]["content"]
-    assert question.startswith("Fix the error in cell [") and "NameError: name 'sale' is not defined" in question
+    assert question.startswith("Fix the failed cell [") and "NameError: name 'sale' is not defined" in question
     assert "\n" not in question and "ipykernel" not in question and "Traceback" not in question
     tools = _tools(ex)
     assert [t["name"] for t in tools] == ["read_notebook", "edit_cell"], tools
@@ -264,10 +264,10 @@ def test_a_resumed_fix_turn_shows_the_users_line_not_the_attached_details() -> N
     from agentik_jupyter.widgets.panel import user_html
     from agentik_jupyter.widgets.transcript import transcript_bundle
 
-    shown = "Fix the error in cell [3]: NameError: name 'x' is not defined"
+    shown = "Fix the failed cell [3]: NameError: name 'x' is not defined"
     content = f"{shown}\n\n{HEADER}\n\nThe traceback:\n  File \"/tmp/ipykernel_1/2.py\", line 1"
     bubble = user_html(content)
-    assert "Fix the error in cell [3]" in bubble and "ipykernel" not in bubble and "Attached" not in bubble
+    assert "Fix the failed cell [3]" in bubble and "ipykernel" not in bubble and "Attached" not in bubble
     bundle = transcript_bundle([ChatMessage(role="user", content=content), ChatMessage(role="assistant", content="ok")])
     assert bundle["text/plain"].splitlines()[0] == f"You: {shown}"
     assert "ipykernel" not in bundle["text/html"]

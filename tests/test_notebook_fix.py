@@ -34,7 +34,7 @@ def test_fix_turn_carries_the_cell_the_traceback_and_the_variables(tmp_path: Pat
     assert "no cell has failed since the extension was loaded" in nothing
     (question,) = user_texts(request)
     # the user's bubble shows one line; the model gets the details attached to it
-    shown = "Fix the error in cell [4]: NameError: name 'rate' is not defined"
+    shown = "Fix the failed cell [4]: NameError: name 'rate' is not defined"
     assert question.startswith(shown + "\n\nAttached by %agent fix")
     assert transcript(fixed.outputs)["application/vnd.agentik.transcript+json"]["entries"][0]["content"] == shown
     # nbclient does not say which cell runs (JupyterLab does: see the browser test)

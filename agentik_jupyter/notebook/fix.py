@@ -130,11 +130,11 @@ def named_variables(source: str, user_ns: dict[str, Any]) -> list[str]:
 
 def fix_question(failure: Failure) -> str:
     """What the user's bubble shows: which cell, and the error's first line."""
-    where = f"cell [{failure.execution_count}]" if failure.execution_count is not None else "the last failed cell"
+    where = f"failed cell [{failure.execution_count}]" if failure.execution_count is not None else "last failed cell"
     error = (failure.error.splitlines() or [""])[0]
     if len(error) > QUESTION_ERROR_CHARS:
         error = error[:QUESTION_ERROR_CHARS] + "…"
-    return f"Fix the error in {where}: {error}"
+    return f"Fix the {where}: {error}"
 
 
 def fix_prompt(failure: Failure, user_ns: dict[str, Any]) -> str:

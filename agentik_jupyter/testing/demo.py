@@ -155,7 +155,8 @@ def _edit(asked: Asked) -> Reply:
 
 def _mentioned(asked: Asked) -> Reply:
     """An @mention attached the data: answer from it, no tool call needed."""
-    words = {w for w in re.findall(r"[A-Za-z_]\w+", asked.question.lower()) if len(w) > 2}
+    mentioned = set(re.findall(r"@(\w+)", asked.question.lower()))
+    words = {w for w in re.findall(r"[A-Za-z_]\w+", asked.question.lower()) if len(w) > 2} - mentioned
     lines = [line for line in asked.attached.splitlines()[1:] if line.strip()]
     relevant = [line for line in lines if words & set(re.findall(r"[A-Za-z_]\w+", line.lower()))
                 and not line.startswith("###")]
@@ -253,7 +254,7 @@ def _first_step(asked: Asked) -> Reply:
 def demo_responder(request: RecordedRequest) -> Reply:
     """Decide the next answer from the user's question, the variables and the steps taken since."""
     asked = read_request(request)
-    if asked.question.startswith("Fix the error in") or "Attached by %agent fix" in asked.attached:
+    if "Attached by %agent fix" in asked.attached or asked.question.startswith(("Fix the failed cell", "Fix the error in")):
         last = asked.last()
         if last is not None and last.failed and last.name not in ("read_notebook",):
             return _after_failure(last)

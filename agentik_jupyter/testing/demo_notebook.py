@@ -13,7 +13,7 @@ from .demo_reading import Step
 
 _HEAD = re.compile(r"^\[(\d+)\] id=(\S+) (code|markdown|raw)(?:, In \[\d+\])?$")
 _FIX_CELL = re.compile(r"^Fix the error in cell (\S+?)(?: \(In \[\d+\]\))?: (.*)$", re.M)
-_FIX_ANY = re.compile(r"^Fix the error in [^:]*: (.*)$", re.M)
+_FIX_ANY = re.compile(r"^Fix the (?:error in|failed|last failed) [^:]*: (.*)$", re.M)
 _CODE = re.compile(r"```python\n(.*?)\n```", re.S)
 _CLIPPED = re.compile(r"\n… \[\d+ more chars: read_notebook\(cell_id=")
 
