@@ -17,9 +17,11 @@ from typing import Any, Awaitable, Callable
 
 from .event_relay import EventRelay
 from .history import HISTORY_PAGE, entries_to_messages
+from .ids import check_session_id
 from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
 from .persistence.budget import first_turn_to_keep
-from .persistence import AsyncSessionDB, ConversationInfo, SessionDBError, context_budget, estimate_tokens
+from .persistence import (AsyncSessionDB, ConversationInfo, ConversationNotFoundError, SessionDBError,
+                          context_budget, estimate_tokens)
 from .registry import ToolRegistry, holds_loop
 from .security.scrub import scrub
 from .write_through import WriteThrough
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 SYSTEM_PROMPT_TOKENS = 1_000
 DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
+DELETED = "The session {id} was deleted; this turn starts a new session."
 
 
 class Session:
@@ -252,7 +255,11 @@ class Session:
     # ---- conversations ----
 
     async def resume(self, conversation_id: str | None = None) -> ConversationInfo | None:
-        """Switch to a conversation (the latest when None) and load its transcript."""
+        """Switch to a conversation (the latest when None) and load its transcript.
+
+        An id that is not a session id (ids.py) raises InvalidSessionIdError."""
+        if conversation_id:
+            check_session_id(conversation_id)
         if self.db is None:
             return None
         info = (
@@ -340,12 +347,15 @@ class Session:
     async def _run(self, text: str, context: AgentContext | None, model: str | None) -> TurnOutcome:
         user = UserMessage(content=text, context=context)
         user_msg = ChatMessage(id=user.id, role="user", content=text, timestamp=user.timestamp)
+        was = self.conversation_id
         try:
             history = await self._begin(user, user_msg, model)
         except SessionDBError as exc:
             await self.fail_turn(f"Could not write the session file: {exc}", "storage")
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
         self.chat_store.add_message(user_msg)
+        if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
+            self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))
         try:
             outcome = await self.orchestrator.run([*history, user_msg], context)
         except asyncio.CancelledError:
@@ -373,9 +383,25 @@ class Session:
         if self.conversation_id is None:
             info = await self.db.create_conversation()
             self.conversation_id = info.id
-        history, self._turn_id = await self.db.begin_turn_after_history(self.conversation_id, user, budget)
+        try:
+            history, self._turn_id = await self.db.begin_turn_after_history(self.conversation_id, user, budget)
+        except ConversationNotFoundError as exc:
+            if exc.conversation_id != self.conversation_id:
+                raise
+            history = await self._replace_deleted(self.db, user, budget)
         if self.title is None:
             self.title = (await self.db.get_conversation(self.conversation_id)).title
+        return history
+
+    async def _replace_deleted(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:
+        """The conversation was deleted from outside (the sidebar, another kernel): this turn starts
+        a new one (`_run` says so). The deleted session's transcript goes, as in `new_conversation`."""
+        self.conversation_id, self.title, self.older_before = None, None, None
+        self._working = []
+        self.chat_store.clear_messages()
+        info = await db.create_conversation()
+        self.conversation_id = info.id
+        history, self._turn_id = await db.begin_turn_after_history(info.id, user, budget)
         return history
 
     def _history_budget(self, model: str | None) -> int:

@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..ids import check_session_id
 from ..notebook.mentions import expand_mentions, suggest_names
-from ..persistence import AsyncSessionDB, DBLocation, locate_db
+from ..persistence import AsyncSessionDB, ConversationInfo, DBLocation, locate_db
 from ..registry import ToolRegistry, default_registry
 from ..session import Session
 from ..transport import default_transport
@@ -94,7 +95,10 @@ class KernelAgent:
         """Run inside the turn: open the file, then continue, switch or start a conversation.
 
         After a kernel restart the first turn continues the notebook's latest session.
+        `session_id` (`--session`) must be a session id (ids.py), as one read from the file is.
         """
+        if session_id is not None:
+            check_session_id(session_id)
         await self.ensure_mcp()
         if session.temporary:
             return
@@ -107,6 +111,29 @@ class KernelAgent:
         elif self._needs_resume:
             await session.resume()
         self._needs_resume = False
+
+    async def resume_session(self, conversation_id: str) -> ConversationInfo:
+        """Continue this session in the notebook, as `%agent resume ID` does (the sidebar's
+        Continue here, over the control comm). Refused while a turn runs: the running turn
+        writes to the conversation it started in."""
+        check_session_id(conversation_id)
+        session = self.session_for()
+        if session.busy or session.queued:
+            raise RuntimeError("a turn is running: wait for it or stop it (%agent stop), then continue here")
+        if session.db is None:
+            session.db = await self.open_db()
+        info = await session.resume(conversation_id)
+        if info is None:
+            raise RuntimeError("this session has no sessions file to resume from")
+        self._needs_resume = False
+        return info
+
+    def active_session_id(self) -> str | None:
+        """The saved session the next turn continues (None: a new or temporary one, or none yet)."""
+        session = self.session
+        if session is None or session.temporary or self._needs_resume:
+            return None
+        return session.conversation_id
 
     def _make_session(self, temporary: bool = False) -> Session:
         session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
@@ -145,6 +172,11 @@ class KernelAgent:
 
 
 _agents: dict[int, KernelAgent] = {}
+
+
+def peek_agent(shell: Any) -> KernelAgent | None:
+    """The shell's agent if a turn or command has created it (asking never creates one)."""
+    return _agents.get(id(shell))
 
 
 def get_agent(shell: Any) -> KernelAgent:

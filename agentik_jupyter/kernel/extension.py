@@ -1,4 +1,5 @@
-"""`%load_ext agentik_jupyter`: register the magics and the `await` transformer.
+"""`%load_ext agentik_jupyter`: register the magics, the `await` transformer and the sidebar's
+control comm target (kernel/control.py).
 
 Only IPython is touched here; the agent itself (pydantic, httpx2, SQLite,
 widgets) loads on the first turn.
@@ -11,6 +12,7 @@ import re
 from typing import Any
 
 from ..notebook import fix as failures
+from . import control
 from .magics import CELL_HELPER, LINE_HELPER, AgentMagics, run_cell_turn
 
 _CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
@@ -74,6 +76,7 @@ def load(ipython: Any) -> None:
     ipython.user_ns_hidden.update(helpers)
     ipython.input_transformers_cleanup.append(transform)
     failures.install(ipython)
+    control.register(ipython)
     atexit.register(_shutdown, ipython)
 
 
@@ -88,6 +91,7 @@ def unload(ipython: Any) -> None:
     if transform in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(transform)
     failures.uninstall(ipython)
+    control.unregister(ipython)
     for name in (CELL_HELPER, LINE_HELPER):
         ipython.user_ns.pop(name, None)
         ipython.user_ns_hidden.pop(name, None)

@@ -1,0 +1,112 @@
+"""The sessions sidebar's way into the kernel: a comm, never code.
+
+"Continue here" used to run `%agent resume <id>` with an id read from the sessions file; a
+shipped file whose id held a newline and Python ran that Python. Now the sidebar opens a comm
+to `agentik.control` with `{"action": ..., ...}` in its open message; the kernel checks the
+request, acts, answers `{"ok": true, ...}` or `{"ok": false, "error": ...}` on the same comm
+and closes it. Actions:
+
+- `resume` `{"id"}`: continue that session, as `%agent resume ID` does (the id must be a
+  session id, ids.py, and exist in the notebook's sessions file);
+- `active`: `{"id"}` of the saved session the next turn continues (null when none yet).
+
+A kernel without the extension loaded has no such target: ipykernel closes the comm unanswered,
+which the sidebar reads as "load the extension". The target is registered at `%load_ext`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable
+
+from ..ids import InvalidSessionIdError, is_session_id, shown
+from . import mainloop
+
+log = logging.getLogger(__name__)
+
+TARGET = "agentik.control"
+
+Action = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    from ..persistence import ConversationNotFoundError
+    from .agent import get_agent
+
+    wanted = data.get("id")
+    if not is_session_id(wanted):
+        raise InvalidSessionIdError(wanted)
+    try:
+        info = await get_agent(shell).resume_session(wanted)
+    except ConversationNotFoundError:
+        return {"ok": False, "error": f"No session {shown(wanted)} in this notebook's sessions file."}
+    return {"ok": True, "id": info.id, "title": info.title, "message_count": info.message_count}
+
+
+async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    from .agent import peek_agent
+
+    agent = peek_agent(shell)
+    return {"ok": True, "id": agent.active_session_id() if agent is not None else None}
+
+
+ACTIONS: dict[str, Action] = {"resume": _resume, "active": _active}
+
+
+async def answer(shell: Any, data: Any) -> dict[str, Any]:
+    """The reply to one request; every failure is an `{"ok": false, "error"}` the sidebar shows."""
+    action = ACTIONS.get(data.get("action")) if isinstance(data, dict) else None
+    if action is None:
+        return {"ok": False, "error": f"unknown request; the actions are {', '.join(ACTIONS)}"}
+    try:
+        return await action(shell, data)
+    except Exception as exc:
+        from ..security.scrub import scrub
+
+        return {"ok": False, "error": scrub(str(exc) or type(exc).__name__)}
+
+
+def register(shell: Any) -> bool:
+    """Open the target in this kernel (False outside a kernel with comms)."""
+    if getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        from comm import get_comm_manager
+    except ImportError:
+        return False
+    mainloop.capture()
+    get_comm_manager().register_target(TARGET, lambda comm, msg: _opened(shell, comm, msg))
+    return True
+
+
+def unregister(shell: Any) -> None:
+    if getattr(shell, "kernel", None) is None:
+        return
+    try:
+        from comm import get_comm_manager
+    except ImportError:
+        return
+    try:
+        get_comm_manager().unregister_target(TARGET, None)  # type: ignore[arg-type]
+    except KeyError:
+        pass
+
+
+def _opened(shell: Any, comm: Any, msg: dict[str, Any]) -> None:
+    """Comm callbacks may run on a subshell thread: the work (and the reply) happen on the
+    kernel's main loop, where turns and their sessions live."""
+    data = msg.get("content", {}).get("data")
+
+    async def reply() -> None:
+        try:
+            comm.send(await answer(shell, data))
+        finally:
+            comm.close()
+
+    future = mainloop.run_on_main(reply())
+    future.add_done_callback(_log_failure)
+
+
+def _log_failure(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("agentik.control: could not answer", exc_info=future.exception())
