@@ -106,6 +106,8 @@ export interface ISessionsPage {
   total: number;
   /** The change position this page reflects: follow the events from here. */
   position: number;
+  /** Rows of the file not listed because their id is not a session id (a crafted file). */
+  hidden?: number;
 }
 
 /** One change to the notebook's sessions, as the events stream sends it. */

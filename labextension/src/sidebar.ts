@@ -1,8 +1,12 @@
 /**
  * The "Agent sessions" sidebar: the saved sessions of the current notebook, kept live by
  * the server's events stream (sessions appear, rename and disappear while kernels work),
- * each with Rename, Delete (confirmed) and Continue here (`%agent resume ID` in the
- * notebook's kernel); for the one clicked, its history, newest page first, with "Show older".
+ * each with Rename, Delete (confirmed) and Continue here; for the one clicked, its history,
+ * newest page first, with "Show older". The session the notebook's kernel uses is marked.
+ *
+ * Ids come from the sessions file, which a project may ship: only session ids are shown or
+ * acted on, always as text, and Continue here asks the kernel over the control comm
+ * (control.ts), never by running code built from an id.
  */
 import { Kernel } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -18,12 +22,15 @@ import {
   listSessionsPage,
   renameSession
 } from './api';
+import { askKernel, isSessionId, LOAD_CODE, NotLoadedError } from './control';
 import { historyEntries, prependPage, turns } from './history';
 import { el, RenderContext, renderEntries } from './renderer';
 
 const PAGE_SIZE = 50;
 const LIST_PAGE_SIZE = 100;
 const REFRESH_DELAY_MS = 100;
+const ACTIVE_TIMEOUT_MS = 3000;
+const ACTIVE_CLASS = 'agentik-active';
 
 export const agentIcon = new LabIcon({
   name: 'agentik-jupyter:agent',
@@ -61,6 +68,8 @@ export class SessionsSidebar extends Widget {
   private history: HTMLElement | null = null;
   private readonly rows = new WeakMap<HTMLElement, IHistoryEntry[]>();
   private heading: HTMLElement | null = null;
+  private activeId: string | null = null;
+  private askingActive = false;
   private readonly where = el('div', 'agentik-sidebar-notebook');
   private readonly note = el('div', 'agentik-sidebar-note');
   private readonly body = el('div', 'agentik-sidebar-body');
@@ -86,6 +95,7 @@ export class SessionsSidebar extends Widget {
       return;
     }
     this.notebookPath = path;
+    this.activeId = null;
     this.session = null;
     this.shown = LIST_PAGE_SIZE;
     this.stale = true;
@@ -118,8 +128,9 @@ export class SessionsSidebar extends Widget {
     }
   }
 
-  private say(text: string | null): void {
+  private say(text: string | null, ...actions: HTMLElement[]): void {
     this.note.textContent = text ?? '';
+    this.note.append(...actions);
     this.note.hidden = !text;
   }
 
@@ -160,7 +171,7 @@ export class SessionsSidebar extends Widget {
   }
 
   private onEvent(path: string, event: ISessionEvent): void {
-    if (path !== this.notebookPath) {
+    if (path !== this.notebookPath || !isSessionId(event.session_id)) {
       return;
     }
     const open = this.session;
@@ -209,10 +220,19 @@ export class SessionsSidebar extends Widget {
       return;
     }
     const list = el('ul', 'agentik-session-list');
-    for (const session of page.sessions) {
+    for (const session of page.sessions.filter(s => isSessionId(s.id))) {
       list.appendChild(this.row(path, session));
     }
     const nodes: HTMLElement[] = [list];
+    if (page.hidden) {
+      nodes.push(
+        el(
+          'p',
+          'agentik-hidden-sessions',
+          `${page.hidden} session(s) in this notebook's sessions file have malformed ids and are not shown.`
+        )
+      );
+    }
     if (page.total > page.sessions.length) {
       nodes.push(
         button(`Show more sessions (${page.total - page.sessions.length} more)`, 'agentik-more-sessions', () => {
@@ -222,6 +242,50 @@ export class SessionsSidebar extends Widget {
       );
     }
     this.body.replaceChildren(...nodes);
+    this.markActive();
+    void this.askActive();
+  }
+
+  // ---- the session the kernel uses ----
+
+  /** Ask the kernel which session it continues (one question at a time; no answer, no mark). */
+  private async askActive(): Promise<void> {
+    const kernel = this.kernel();
+    if (!kernel || this.askingActive) {
+      return;
+    }
+    this.askingActive = true;
+    try {
+      const answer = await askKernel(kernel, { action: 'active' }, ACTIVE_TIMEOUT_MS);
+      if (answer.ok && kernel === this.kernel()) {
+        this.activeId = answer.id ?? null;
+        this.markActive();
+      }
+    } catch {
+      // no agentik in the kernel, or busy: nothing to mark
+    } finally {
+      this.askingActive = false;
+    }
+  }
+
+  /** Mark the row of the active session (class agentik-active and a visible "active" label). */
+  private markActive(): void {
+    for (const item of Array.from(this.body.querySelectorAll<HTMLElement>('li.agentik-session-row'))) {
+      const active = this.activeId !== null && item.dataset.sessionId === this.activeId;
+      item.classList.toggle(ACTIVE_CLASS, active);
+      item.style.boxShadow = active ? 'inset 3px 0 0 var(--jp-brand-color1)' : '';
+      const label = item.querySelector('.agentik-active-label');
+      if (active && !label) {
+        const mark = el('span', 'agentik-active-label', 'active');
+        mark.title = 'This notebook\u2019s kernel continues this session';
+        mark.style.cssText =
+          'margin-left:6px;padding:0 4px;border-radius:3px;font-size:var(--jp-ui-font-size0);' +
+          'color:var(--jp-ui-inverse-font-color1);background:var(--jp-brand-color1)';
+        item.querySelector('.agentik-session-title')?.after(mark);
+      } else if (!active && label) {
+        label.remove();
+      }
+    }
   }
 
   private row(path: string, session: ISessionInfo): HTMLElement {
@@ -239,7 +303,7 @@ export class SessionsSidebar extends Widget {
     const resume = button('Continue here', 'agentik-continue', () => void this.continueHere(session));
     rename.title = `Rename “${label}”`;
     remove.title = `Delete “${label}” and its messages`;
-    resume.title = 'Continue this session in this notebook (%agent resume)';
+    resume.title = 'Continue this session in this notebook\u2019s kernel';
     actions.append(rename, remove, resume);
     item.append(open, actions);
     return item;
@@ -271,8 +335,9 @@ export class SessionsSidebar extends Widget {
 
   private confirmDelete(path: string, session: ISessionInfo, item: HTMLElement): void {
     const box = el('div', 'agentik-confirm');
+    const inUse = session.id === this.activeId ? ' The notebook\u2019s kernel uses it: its next turn starts a new session.' : '';
     box.append(
-      el('span', 'agentik-confirm-text', `Delete “${session.title || 'Untitled session'}” and its messages?`),
+      el('span', 'agentik-confirm-text', `Delete “${session.title || 'Untitled session'}” and its messages?${inUse}`),
       button('Delete session', 'agentik-confirm-delete jp-mod-warn', () =>
         void this.act(() => deleteSession(path, session.id))
       ),
@@ -291,20 +356,51 @@ export class SessionsSidebar extends Widget {
     await this.showSessions();
   }
 
+  /** Resume the session in the notebook's kernel over the control comm: the id is data there. */
   private async continueHere(session: ISessionInfo): Promise<void> {
     const kernel = this.kernel();
     const label = session.title || 'Untitled session';
+    if (!isSessionId(session.id)) {
+      this.say('This session has a malformed id: it cannot be continued.');
+      return;
+    }
     if (!kernel) {
       this.say('This notebook has no running kernel: start one, then continue the session.');
       return;
     }
-    const future = kernel.requestExecute({
-      code: `%agent resume ${session.id}`,
-      silent: false,
-      store_history: false
-    });
-    await future.done;
-    this.say(`The next %%agent cell continues “${label}”.`);
+    this.say(`Continuing “${label}”…`);
+    try {
+      const answer = await askKernel(kernel, { action: 'resume', id: session.id });
+      if (!answer.ok) {
+        this.say(`Could not continue “${label}”: ${answer.error ?? 'the kernel refused'}`);
+        return;
+      }
+      this.activeId = answer.id ?? session.id;
+      this.markActive();
+      this.say(`The next %%agent cell continues “${label}”.`);
+    } catch (error) {
+      if (error instanceof NotLoadedError) {
+        const load = button(`Load it (${LOAD_CODE})`, 'agentik-load-extension', () => void this.loadThenContinue(session));
+        this.say(`${error.message} `, load);
+      } else {
+        this.say(`Could not continue “${label}”: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** Run the fixed `%load_ext agentik_jupyter` (no data from the file in it), then continue. */
+  private async loadThenContinue(session: ISessionInfo): Promise<void> {
+    const kernel = this.kernel();
+    if (!kernel) {
+      return;
+    }
+    this.say('Loading the agentik extension in the kernel…');
+    const reply = await kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }).done;
+    if (reply.content.status !== 'ok') {
+      this.say(`Could not load the extension in the kernel (${reply.content.status}).`);
+      return;
+    }
+    await this.continueHere(session);
   }
 
   // ---- one session's history ----

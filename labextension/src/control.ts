@@ -1,0 +1,84 @@
+/**
+ * The sidebar's requests to the notebook's kernel, over the `agentik.control` comm: never code.
+ * ("Continue here" used to run `%agent resume ID` with an id read from the sessions file; a
+ * shipped file whose id held a newline and Python ran that Python.) One comm per request: the
+ * request is the open message's data; the kernel answers once and closes. A kernel without
+ * the extension has no such target and closes the comm unanswered.
+ */
+import { JSONObject } from '@lumino/coreutils';
+import { Kernel } from '@jupyterlab/services';
+
+export const CONTROL_TARGET = 'agentik.control';
+/** The only code the sidebar ever runs: fixed text, nothing from the sessions file. */
+export const LOAD_CODE = '%load_ext agentik_jupyter';
+const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Whether `value` may be a session id (the server and the kernel apply the same rule). */
+export function isSessionId(value: unknown): value is string {
+  return typeof value === 'string' && SESSION_ID.test(value);
+}
+
+export type ControlRequest = { action: 'resume'; id: string } | { action: 'active' };
+
+export interface IControlAnswer {
+  ok: boolean;
+  error?: string;
+  id?: string | null;
+  title?: string | null;
+  message_count?: number;
+}
+
+/** The kernel closed the comm without answering: the agentik extension is not loaded there. */
+export class NotLoadedError extends Error {
+  constructor() {
+    super('The agentik extension is not loaded in this notebook\u2019s kernel.');
+  }
+}
+
+/** No answer in time: the kernel is busy (a long cell runs) or gone. */
+export class NoAnswerError extends Error {
+  constructor(seconds: number) {
+    super(`The kernel did not answer within ${seconds} s (is a cell still running?).`);
+  }
+}
+
+function parse(data: unknown): IControlAnswer {
+  const answer = (data ?? {}) as Record<string, unknown>;
+  if (typeof answer.ok !== 'boolean') {
+    return { ok: false, error: 'The kernel sent an answer the sidebar does not understand.' };
+  }
+  return {
+    ok: answer.ok,
+    error: typeof answer.error === 'string' ? answer.error : undefined,
+    id: isSessionId(answer.id) ? answer.id : null,
+    title: typeof answer.title === 'string' ? answer.title : null,
+    message_count: typeof answer.message_count === 'number' ? answer.message_count : undefined
+  };
+}
+
+/** Send one request to the kernel's control target; its answer (rejects: NotLoadedError, NoAnswerError). */
+export function askKernel(
+  kernel: Kernel.IKernelConnection,
+  request: ControlRequest,
+  timeoutMs = 15_000
+): Promise<IControlAnswer> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (done: () => void): void => {
+      if (!settled) {
+        settled = true;
+        window.clearTimeout(timer);
+        done();
+      }
+    };
+    const timer = window.setTimeout(() => settle(() => reject(new NoAnswerError(timeoutMs / 1000))), timeoutMs);
+    try {
+      const comm = kernel.createComm(CONTROL_TARGET);
+      comm.onMsg = msg => settle(() => resolve(parse(msg.content.data)));
+      comm.onClose = () => settle(() => reject(new NotLoadedError()));
+      comm.open(request as unknown as JSONObject);
+    } catch (error) {
+      settle(() => reject(error));
+    }
+  });
+}
