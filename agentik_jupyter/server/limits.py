@@ -1,9 +1,9 @@
 """How much the chat route reads: a byte cap on the request body, answered with 413.
 
 The chat route holds the server's LLM key, so any logged-in client can make it parse, validate
-and forward whatever it sends; 60 MB bodies were read whole into memory. The cap applies before
-the body is read: a Content-Length over it is refused at once, a chunked body as soon as it
-passes the cap (the rest is read and dropped, never kept).
+and forward whatever it sends; 60 MB bodies were read whole into memory. A Content-Length over
+the cap is refused before the body is read; a chunked body (no length) is read to its end, but
+nothing past the cap is kept, and then refused. Jupyter's own max_body_size still bounds both.
 """
 
 from __future__ import annotations
