@@ -40,6 +40,9 @@ def user_html(text: str) -> str:
 
 
 STOPPED_HTML = '<div class="agentik-stopped" style="color:#666">■ Stopped: the answer above is incomplete.</div>'
+INTERRUPTED_ERROR = "Interrupted by the user"
+"""The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
+a resumed transcript shows it as the same mark the live turn got, not as a failure."""
 
 
 class ChatPanel:
@@ -201,7 +204,9 @@ class ChatPanel:
         if m.role == "user":
             out.append(HTML(value=user_html(m.content)))
         elif m.role == "assistant":
-            if m.error is not None:
+            if m.error == INTERRUPTED_ERROR:
+                out.append(HTML(value=STOPPED_HTML))
+            elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.content:
                 out.append(HTML(value=f'<div class="agentik-assistant">{render_markdown(m.content)}</div>'))
