@@ -135,3 +135,11 @@ def test_line_counts() -> None:
     assert invisible.line_count("") == 0 and invisible.line_count("a") == 1
     assert invisible.line_count("a\nb\n") == 2 and invisible.line_count("a\n\nb") == 3
     assert invisible.size_text("a\nb") == "2 lines · 3 characters"
+
+
+def test_the_fast_first_pass_misses_no_hidden_character() -> None:
+    """`find` scans with a regex first: every character `label` names must match it (this Python's Unicode)."""
+    every = "".join(chr(c) for c in range(0x110000))
+    rest = invisible._CANDIDATES.sub("", every)
+    assert [f"U+{ord(c):04X}" for c in rest if invisible.label(c) is not None] == []
+

@@ -10,8 +10,11 @@ labextension/src/invisible.ts holds the same classification for the browser's ow
 
 from __future__ import annotations
 
+import functools
 import html
+import re
 import unicodedata
+from typing import Callable
 
 BIDI: dict[int, str] = {
     0x202A: "LRE", 0x202B: "RLE", 0x202C: "PDF", 0x202D: "LRO", 0x202E: "RLO",
@@ -27,6 +30,14 @@ SEPARATORS: dict[int, str] = {0x2028: "LSEP", 0x2029: "PSEP", 0x0085: "NEL"}
 C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB "
             "CAN EM SUB ESC FS GS RS US").split()
 ALLOWED = frozenset("\n\t")
+# Every character `label` may name (and a few more): a C-speed first pass, each match confirmed by
+# `label`. Cf as of Unicode 15.1 (tests/test_invisible_chars.py checks it covers this Python's).
+_CANDIDATES = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    r"\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ud800-\udfff\ufeff"
+    r"\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    r"\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
 BADGE_STYLE = ("display:inline-block;padding:0 3px;margin:0 1px;border-radius:3px;font-size:85%;line-height:1.3;"
                "border:1px solid var(--jp-warn-color0,#e65100);color:var(--jp-warn-color0,#e65100);"
                "background:var(--jp-layout-color2,#eee);white-space:nowrap")
@@ -60,11 +71,11 @@ def label(char: str) -> str | None:
 
 def find(text: str) -> list[tuple[int, str]]:
     """(index, character) of every hidden character in `text`."""
-    return [(i, c) for i, c in enumerate(text) if label(c) is not None]
+    return [(m.start(), m.group()) for m in _CANDIDATES.finditer(text) if label(m.group()) is not None]
 
 
 def count(text: str) -> int:
-    return sum(1 for c in text if label(c) is not None)
+    return len(find(text))
 
 
 def badge_text(char: str) -> str:
@@ -76,6 +87,7 @@ def full_name(char: str) -> str:
     return unicodedata.name(char, "") or badge_text(char)[1:-1]
 
 
+@functools.lru_cache(maxsize=256)
 def badge_html(char: str, *, inline_style: bool = True) -> str:
     """One badge: a span whose text names the character (never the character itself)."""
     style = f' style="{BADGE_STYLE}"' if inline_style else ""
@@ -83,17 +95,23 @@ def badge_html(char: str, *, inline_style: bool = True) -> str:
             f"{html.escape(badge_text(char))}</span>")
 
 
+def _replace(text: str, badge: Callable[[str], str], rest: Callable[[str], str]) -> str:
+    out, last = [], 0
+    for at, char in find(text):
+        out += [rest(text[last:at]), badge(char)]
+        last = at + 1
+    out.append(rest(text[last:]))
+    return "".join(out)
+
+
 def escape_visible(text: str, *, inline_style: bool = True) -> str:
     """`text` HTML-escaped, each hidden character replaced by its badge."""
-    if count(text) == 0:
-        return html.escape(text, quote=True)
-    return "".join(badge_html(c, inline_style=inline_style) if label(c) is not None else html.escape(c, quote=True)
-                   for c in text)
+    return _replace(text, lambda c: badge_html(c, inline_style=inline_style), lambda t: html.escape(t, quote=True))
 
 
 def plain_visible(text: str) -> str:
     """`text` with each hidden character replaced by its plain-text badge (for text/plain views)."""
-    return "".join(badge_text(c) if label(c) is not None else c for c in text)
+    return _replace(text, badge_text, str)
 
 
 def warning_text(text: str, what: str = "This code") -> str:
