@@ -54,6 +54,7 @@ async def test_approval_card_shows_hidden_characters_as_badges_under_a_warning()
     assert "This code contains 5 invisible or direction-changing characters, shown as badges" in text
     assert "<U+202E RLO>" in text and "<U+2066 LRI>" in text and "<U+2069 PDI>" in text
     assert "import o<U+200B ZWSP>s" in text
+    assert text.endswith("4 lines above: read them all before approving · 5 hidden characters shown as badges")
     assert text.index("This code contains") < text.index("admin = False")  # the warning comes first
     assert 'class="agentik-invisible"' in markup and "var(--jp-warn-color0" in markup
 
@@ -80,6 +81,8 @@ async def test_long_code_says_how_many_lines_and_is_not_in_a_scroll_box() -> Non
     block = re.search(r"<pre[^>]*>\s*<code class=\"language-python\"", markup)
     assert block and "max-height" not in block.group(0)  # all 240 lines on the card, none below a fold
     assert "shutil.rmtree" in shown(markup)
+    # the panel shows a long card's end: the size is said again there, beside the buttons
+    assert shown(markup).endswith("240 lines above: read them all before approving")
 
 
 async def test_folded_argument_says_its_size_and_hidden_characters() -> None:

@@ -28,6 +28,7 @@ DECISIONS: dict[str, str] = {
 }
 
 
+RECAP_LINES = 20  # a card this long (the panel scrolls it to its end) repeats its size above the buttons
 FOLD_CHARS = 400  # an argument longer than this is folded (a click opens it), never cut
 # No max-height: a scroll box lets a payload sit below what the user reads before approving.
 PRE_STYLE = "border:1px solid #ddd;padding:4px;margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere"
@@ -67,12 +68,14 @@ def _all_text(request: ApprovalRequestLike, others: dict[str, Any] | None) -> st
 def approval_html(request: ApprovalRequestLike) -> str:
     """The question and every argument of the call, as escaped HTML (code only for run_code).
 
-    A warning first when anything shown hides characters; the code whole, with its line count."""
+    A warning first when anything shown hides characters; the code whole, with its line count;
+    a long or hiding card says so again at its end, beside the buttons (the panel shows a card's end)."""
     arguments = getattr(request, "arguments", None)
     others = getattr(request, "other_arguments", arguments)
     code_view = request.language == "python"
     what = "run this code" if code_view else "call this tool with these arguments"
-    parts = [invisible.warning_html(_all_text(request, others), "This code" if code_view else "These arguments"),
+    everything = _all_text(request, others)
+    parts = [invisible.warning_html(everything, "This code" if code_view else "These arguments"),
              f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>"]
     if code_view or others is None:
         text = request.display_text
@@ -85,7 +88,19 @@ def approval_html(request: ApprovalRequestLike) -> str:
         parts.extend(argument_html(str(name), value) for name, value in others.items())
     elif others is not None and not code_view:
         parts.append("<div><em>(no arguments)</em></div>")
-    return "".join(parts)
+    return "".join(parts) + recap_html(request.display_text if code_view else everything, everything)
+
+
+def recap_html(main: str, everything: str) -> str:
+    """Above the buttons: how long the card is and how many characters it hides ("" for a short clean one)."""
+    lines, hidden = invisible.line_count(main), invisible.count(everything)
+    if lines <= RECAP_LINES and not hidden:
+        return ""
+    said = [f"{lines:,} line{'' if lines == 1 else 's'} above: read {'it' if lines == 1 else 'them all'} before approving"]
+    if hidden:
+        said.append(f"{hidden} hidden character{'' if hidden == 1 else 's'} shown as badges")
+    style = invisible.WARNING_STYLE if hidden else SIZE_STYLE
+    return f'<div class="agentik-recap" style="{style}">{escape(" · ".join(said))}</div>'
 
 
 def decision_text(request: ApprovalRequestLike) -> str:
