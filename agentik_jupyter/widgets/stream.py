@@ -94,6 +94,8 @@ class StreamBuffer:
         self._pending: list[str] = []
         self._src = ""
         self._carry = ""
+        self._head = ""  # the live part's finished blocks so far, and their HTML
+        self._head_html = ""
         self._fence: str | None = None
         self._received = 0
         self._sealed = 0
@@ -146,11 +148,26 @@ class StreamBuffer:
         if not force and self._sent_bytes + cost > budget:
             self._schedule(SETTLE_S, force=True)
             return
-        rendered = render_markdown(source)
+        rendered = self._render_live(source)
         self._html_ratio = len(rendered) / len(source)
         self._show(rendered)
         self._last_flush = self.clock()
         self._unshown = 0
+
+    def _render_live(self, source: str) -> str:
+        """The live part rendered: its finished Markdown blocks once each, as they finish (kept
+        as HTML), and its unfinished tail anew. Rendered apart, a block renders as it does in
+        the whole but for what spans blocks (a list loosened by a later blank line, a link
+        defined further down), as the sealed parts already do; `finish` renders the whole."""
+        if not source.startswith(self._head):  # (a seal cut the part: it starts again)
+            self._head, self._head_html = "", ""
+        done = len(self._head)
+        block_end = done + _scan(source[done:])[0]  # (the head ends outside any code fence)
+        if block_end > done:
+            self._head_html += render_markdown(source[done:block_end])
+            self._head = source[:block_end]
+        tail = source[block_end:]
+        return self._head_html + (render_markdown(tail) if tail else "")
 
     def finish(self, exact: bool = True) -> str:
         """Stop streaming; with `exact`, show the full text as one rendered widget. Returns the text."""
