@@ -113,3 +113,17 @@ def test_a_plain_file_still_opens(tmp_path: Path) -> None:
         conv = db.create_conversation("fine")
     with SessionDB(path) as db:
         assert db.get_conversation(conv.id).title == "fine"
+
+
+def test_reading_through_a_link_is_refused(tmp_path: Path) -> None:
+    """The server's read-only routes (SessionReader) refuse a linked file too: none of its rows are served."""
+    from agentik_jupyter.persistence import SessionReader
+
+    real = tmp_path / "real.agentik.db"
+    db = SessionDB(real)
+    db.create_conversation("From the linked file")
+    db.close()
+    link = tmp_path / "nb.agentik.db"
+    link.symlink_to(real)
+    with pytest.raises(SessionDBError, match="symbolic link"):
+        SessionReader(link).list_conversations()

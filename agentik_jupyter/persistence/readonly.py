@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from .connection import DEFAULT_BUSY_TIMEOUT_S, read_snapshot, with_retry
 from .errors import NotASessionDBError, open_error
+from .paths import refuse_symlinks
 
 T = TypeVar("T")
 
@@ -75,7 +76,10 @@ def read_only(path: Path, body: Callable[[sqlite3.Connection], T]) -> T:
     """Run ``body`` on one consistent, read-only snapshot of ``path``; nothing is written.
 
     ``path`` must exist and be non-empty (callers treat a missing file as "no sessions").
+    A sessions file reached through a symbolic link is refused here too: a shipped project
+    must not make the routes read one of the user's other files.
     """
+    refuse_symlinks(path)
     for _ in range(READ_ATTEMPTS):
         before = _stamp(path)
         immutable = is_wal_file(path) and not side_file(path, "-wal").exists()
