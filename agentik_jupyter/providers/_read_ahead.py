@@ -123,7 +123,7 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
     body_over = False
     cut: list[BaseException] = []  # the transport error that ended the body, if one did
     loop = asyncio.get_running_loop()
-    handed = float("-inf")  # when deltas were last handed over
+    handed = float("-inf")  # when text, reasoning or a call's arguments were last handed over
     waking: list[asyncio.Future[None]] = []  # the consumer's gathering pause, ended early by the body's end
 
     def wake() -> None:
@@ -189,7 +189,7 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
                     except Exception as exc:
                         failure.append(exc)
             batch, pending[:] = pending[:], []
-            if batch:
+            if any(_key(item) is not None for item in batch):  # (words, not the stream's opening)
                 handed = loop.time()
             for delta in merge(batch):
                 yield delta
