@@ -83,7 +83,7 @@ def normalize(nb: nbformat.NotebookNode, folder: Path) -> None:
     spec = KernelSpecManager().get_kernel_spec(KERNEL)
     nb.metadata["kernelspec"] = {"display_name": spec.display_name, "language": spec.language, "name": KERNEL}
     prune_widget_state(nb)
-    local = f"{folder.parent}{os.sep}"
+    local = (f"{folder}{os.sep}", f"{folder.parent}{os.sep}")
     if "widgets" in nb.metadata:
         nb.metadata["widgets"] = _relative(nb.metadata["widgets"], local)
     for cell in nb.cells:
@@ -93,10 +93,13 @@ def normalize(nb: nbformat.NotebookNode, folder: Path) -> None:
                     out[key] = _relative(out[key], local)
 
 
-def _relative(value: Any, local: str) -> Any:
-    """Paths under the repository (the sessions file, a traceback's library frames) made relative to it."""
+def _relative(value: Any, local: tuple[str, ...]) -> Any:
+    """Paths beside the notebook (the sessions file) relative to it, others in the repository (a
+    traceback's library frames) relative to the repository: not this machine's."""
     if isinstance(value, str):
-        return value.replace(local, "")
+        for prefix in local:
+            value = value.replace(prefix, "")
+        return value
     if isinstance(value, list):
         return [_relative(v, local) for v in value]
     if isinstance(value, dict):

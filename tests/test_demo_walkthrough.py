@@ -279,3 +279,15 @@ def test_a_question_that_names_a_users_tool_calls_it_with_the_word_beside_its_pa
     body = {"messages": [{"role": "user", "content": "What share of the units did the north region sell?"}], "tools": tools}
     reply = demo_responder(RecordedRequest("POST", "/v1/chat/completions", {}, body, "openai"))
     assert [(c.name, c.args) for c in reply.calls] == [("region_share", {"region": "north"})]
+
+
+def test_the_status_line_of_a_turn_whose_tool_failed_does_not_say_done() -> None:
+    from agentik_jupyter.store import AgentStore
+    from agentik_jupyter.widgets.status import StatusLine
+
+    line = StatusLine(AgentStore(), clock=lambda: 10.0)
+    line.begin(at=8.0)
+    line.end("complete", None, failed_tools=2)
+    assert line.text() == "⚠ Finished with 2 failed tool calls · 2.0 s"
+    line.end("complete", None)
+    assert line.text().startswith("✓ Done")
