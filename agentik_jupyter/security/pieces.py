@@ -66,15 +66,15 @@ class PieceIndex:
             for offset in range(len(source) - GRAM + 1):
                 self._grams.setdefault(source[offset : offset + GRAM], []).append((index, offset))
         self._gram_set = frozenset(self._grams)
+        self._joined = "\n".join(self._sources)
         self.alphabet = frozenset(alphabet)
         """Every character a piece can hold (never whitespace or a bracket)."""
-        self.alphabet_text = "".join(sorted(alphabet))
 
     def __bool__(self) -> bool:
         return bool(self._sources)
 
     def spans(self, text: str, grams: set[str] | None = None) -> list[Span]:
-        """(start, end, name) of the pieces in `text`, merged where they touch, in order.
+        """(start, end, name) of the pieces in `text`, merged where they overlap, in order.
         `grams` are the text's aligned grams when the caller has them already."""
         if not self._sources or len(text) < PIECE_CHARS:
             return []
@@ -98,6 +98,14 @@ class PieceIndex:
                         found.append((start, end, self._names[index]))
                 at = text.find(gram, at + 1)
         return _merged(found)
+
+    def open_end(self, text: str) -> int:
+        """Where the longest end of `text` that is part of a source starts (len(text) if none):
+        a piece that more text would complete can start there, not before."""
+        start = len(text)
+        while start > 0 and text[start - 1] in self.alphabet and text[start - 1 :] in self._joined:
+            start -= 1
+        return start
 
     @staticmethod
     def _grow(text: str, at: int, source: str, offset: int) -> tuple[int, int]:
@@ -141,14 +149,15 @@ def _common_length(text: str, at: int, source: str, offset: int, step: int) -> i
 
 
 def _merged(spans: list[Span]) -> list[Span]:
-    """Overlapping or touching spans as one (named after the first)."""
+    """Overlapping spans as one (named after the first); spans that only touch stay two, as
+    they are when a stream is masked in parts cut where they meet."""
     if len(spans) < 2:
         return spans
     spans.sort()
     out = [spans[0]]
     for start, end, name in spans[1:]:
         last_start, last_end, last_name = out[-1]
-        if start <= last_end:
+        if start < last_end:
             out[-1] = (last_start, max(last_end, end), last_name)
         else:
             out.append((start, end, name))

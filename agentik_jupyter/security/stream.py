@@ -1,13 +1,13 @@
 """The scrubber for text that arrives in pieces: a model's answer streamed as deltas.
 
 Scrubbing each delta alone misses a key split across two of them (`sk-abc` + `def…`), and a
-piece of a secret is masked only when its whole run of characters is known (`pieces.py`).
-`StreamScrubber` lets through, scrubbed, the longest start of what it received that no later
-text can change: it ends before anything that could still begin a whole form of a secret, never
-inside a form's occurrence, and never inside a run of the characters secrets are made of
-(ordinary words end at the next space). What it lets through, joined with `finish()`, is exactly
-`scrub()` of the whole text, so the live view and the stored answer agree. The secrets are read
-once, when the stream starts.
+piece of a secret (`pieces.py`) is masked from where it starts to where it ends, which may be
+in a later delta. `StreamScrubber` lets through, scrubbed, the longest start of what it received
+that no later text can change: it ends before anything that could still begin a whole form of
+a secret or a piece (the longest end of the text that is part of a secret: usually a character
+or two), and never inside a form or a piece already there. What it lets through, joined with
+`finish()`, is exactly `scrub()` of the whole text, so the live view and the stored answer
+agree. The secrets are read once, when the stream starts.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ class StreamScrubber:
         self._by_first: dict[str, list[str]] = {}
         for form in forms:
             self._by_first.setdefault(form[0], []).append(form)
-        self._alphabet = self._masks.pieces.alphabet
-        self._alphabet_text = self._masks.pieces.alphabet_text
         self._active = bool(forms) or bool(self._masks.pieces)
         self._buffer = ""
 
@@ -53,24 +51,22 @@ class StreamScrubber:
 
     def _safe_cut(self, buffer: str) -> int:
         """The largest position where `scrub(buffer[:cut] + anything)` starts with `scrub(buffer[:cut])`:
-        no form that more text could complete begins before it, no form's occurrence and no run
-        straddles it."""
-        end = len(buffer)
-        cut = self._possible_start(buffer, max(end - self._longest + 1, 0))
+        no form or piece that more text could complete begins before it, and no form's
+        occurrence or piece found in `buffer` straddles it."""
+        pieces = self._masks.pieces
+        cut = self._possible_start(buffer, max(len(buffer) - self._longest + 1, 0))
+        spans = []
+        if pieces:
+            cut = min(cut, pieces.open_end(buffer))
+            spans = pieces.spans(buffer)
         while cut > 0:
-            if self._inside_run(buffer, cut):
-                cut = len(buffer[:cut].rstrip(self._alphabet_text))
-                continue
             start = self._straddling(buffer, cut)
+            if start is None:
+                start = next((s for s, e, _ in spans if s < cut < e), None)
             if start is None:
                 return cut
             cut = start
         return 0
-
-    def _inside_run(self, buffer: str, cut: int) -> bool:
-        """Whether `cut` splits a run of secret characters (at the end: the run may go on)."""
-        alphabet = self._alphabet
-        return buffer[cut - 1] in alphabet and (cut == len(buffer) or buffer[cut] in alphabet)
 
     def _straddling(self, buffer: str, cut: int) -> int | None:
         """The start of the first whole form found in `buffer` that begins before `cut` and ends after it."""
