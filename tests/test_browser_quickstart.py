@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 from typing import Iterator
 
 import nbformat

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -291,3 +290,15 @@ def test_the_status_line_of_a_turn_whose_tool_failed_does_not_say_done() -> None
     assert line.text() == "⚠ Finished with 2 failed tool calls · 2.0 s"
     line.end("complete", None)
     assert line.text().startswith("✓ Done")
+
+
+def test_the_anthropic_form_of_a_finished_plot_is_read_the_same_way() -> None:
+    body = {"system": SYSTEM, "tools": [{"name": n, "input_schema": {}} for n in BUILTIN], "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Plot the units column of sales."}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run_code", "input": {"code": "x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+            {"type": "text", "text": "Figure 1: a histogram"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]},
+    ]}
+    reply = demo_responder(RecordedRequest("POST", "/v1/messages", {}, body, "anthropic"))
+    assert not reply.calls and "figure" in reply.content.lower() and "You asked" not in reply.content

@@ -23,11 +23,6 @@ def shown_text(content: str) -> str:
     return content.split(ATTACHED, 1)[0]
 
 
-def attach(question: str, header: str, body: str) -> str:
-    """`question` with one attached section (`header` begins "Attached by ...")."""
-    return f"{question}\n\n{header}\n\n{body}"
-
-
 def hold(shell: Any, question: str, attachment: str) -> None:
     """Keep `attachment` (a whole section, "Attached by ..." first) for the next turn that asks `question`."""
     _held[id(shell)][question].append(attachment)

@@ -174,10 +174,5 @@ def with_comment(source: str) -> str:
     return source if source.startswith(comment) else f"{comment}\n{source}"
 
 
-def close_word(word: str, choices: list[str]) -> str | None:
-    found = difflib.get_close_matches(word, choices, n=1, cutoff=0.8)
-    return found[0] if found else None
-
-
-__all__ = ["STOPWORDS", "assigned_names", "close_word", "column_in", "commented_out", "compute_code", "fix_source",
+__all__ = ["STOPWORDS", "assigned_names", "column_in", "commented_out", "compute_code", "fix_source",
            "insert_code", "plot_code", "valid", "with_comment"]
