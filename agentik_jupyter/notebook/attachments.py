@@ -9,13 +9,13 @@ adds them (`take`): the same path @mentions take.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
 from typing import Any
 
 ATTACHED = "\n\nAttached by "
 """How every attached section begins; a question is shown up to the first one."""
+MAX_HELD = 20
 
-_held: dict[int, dict[str, deque[str]]] = defaultdict(lambda: defaultdict(deque))
+_held: dict[int, dict[str, str]] = {}
 
 
 def shown_text(content: str) -> str:
@@ -24,11 +24,15 @@ def shown_text(content: str) -> str:
 
 
 def hold(shell: Any, question: str, attachment: str) -> None:
-    """Keep `attachment` (a whole section, "Attached by ..." first) for the next turn that asks `question`."""
-    _held[id(shell)][question].append(attachment)
+    """Attach `attachment` (a whole section, "Attached by ..." first) to turns that ask `question`.
+    The latest wins: a turn queued, stopped before it began and asked again gets today's details."""
+    held = _held.setdefault(id(shell), {})
+    held.pop(question, None)
+    held[question] = attachment
+    while len(held) > MAX_HELD:
+        held.pop(next(iter(held)))
 
 
 def take(shell: Any, question: str) -> str | None:
-    """The section held for `question` (once), if any."""
-    waiting = _held.get(id(shell), {}).get(question)
-    return waiting.popleft() if waiting else None
+    """The section held for `question`, if any."""
+    return _held.get(id(shell), {}).get(question)
