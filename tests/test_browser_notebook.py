@@ -6,8 +6,8 @@
 3. "Accept and run" changes the cell and runs it, and the model sees the new outputs; the later
    cells that use what it defines are offered for a re-run (an approval card): Deny keeps them
    as they are and the model is told;
-4. "Fix with agent" on a cell that raised NameError: a cell below asks for the fix, the
-   agent proposes an edit, Accept and run fixes the cell, the cell after it that uses its result
+4. "Fix with agent" on a cell that raised NameError: the fix turn shows under that cell (no cell
+   is added to the notebook), the agent proposes an edit, Accept and run fixes the cell, the cell after it that uses its result
    is re-run once the user approves, and the agent reports what both showed.
 
 One JupyterLab, kernel and page for the module; steps run in file order.
@@ -177,18 +177,20 @@ def test_3_fix_with_agent_fixes_the_failing_cell(lab: Lab) -> None:
     button = broken.get_by_role("button", name="Fix with agent")
     button.wait_for(timeout=10_000)
     lab.shot("fix_button.png", at=button)
+    cells = lab.page.locator(".jp-Notebook .jp-Cell")
+    before = cells.count()
     button.click()
-    asking = lab.cell(CELL_BROKEN + 1)
-    lab.wait(lambda: source(lab, CELL_BROKEN + 1).startswith("%agent fix "), 10, "the fix cell below the failed one")
+    asking = broken.locator(".agentik-fix-turn")  # the fix turn, under the failed cell, not a cell
     lab.wait(lambda: broken.locator(PROPOSAL).count() == 1, 30, "the proposed fix on the failed cell")
     broken.locator(PROPOSAL).get_by_role("button", name="Accept and run").click()
     approve = asking.get_by_role("button", name="Approve")  # re-run the cell that uses `scaled`
     approve.wait_for(timeout=30_000)
     lab.shot("rerun_approval.png", at=approve)
     approve.click()
-    lab.wait(lambda: "END-FIXED" in lab.text(asking.locator(".jp-Cell-outputArea")), 30, "the verified fix")
+    lab.wait(lambda: "END-FIXED" in lab.text(asking), 30, "the verified fix")
+    assert cells.count() == before  # no `%agent fix` cell left behind
     assert source(lab, CELL_BROKEN) == BROKEN_FIX
     assert "SCALED 420" in lab.text(lab.output(CELL_BROKEN))
-    assert "DOUBLE 840" in lab.text(lab.output(CELL_BROKEN + 2))  # the dependent cell, below the fix cell
+    assert "DOUBLE 840" in lab.text(lab.output(CELL_DEPENDENT))
     assert broken.get_by_role("button", name="Fix with agent").count() == 0  # gone once the cell runs cleanly
     lab.shot("fixed.png", at=asking)

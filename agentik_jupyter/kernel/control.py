@@ -8,7 +8,11 @@ and closes it. Actions:
 
 - `resume` `{"id"}`: continue that session, as `%agent resume ID` does (the id must be a
   session id, ids.py, and exist in the notebook's sessions file);
-- `active`: `{"id"}` of the saved session the next turn continues (null when none yet).
+- `active`: `{"id"}` of the saved session the next turn continues (null when none yet);
+- `fix` `{"cell_id"}`: "Fix with agent" under a failed cell. Starts what `%agent fix CELL_ID`
+  starts, without a cell in the user's notebook to run it in: the turn's view is displayed with
+  this comm's open message as its parent, and the extension shows the messages of that parent
+  under the failed cell (not saved with the notebook; the session keeps the turn).
 
 A kernel without the extension loaded has no such target: ipykernel closes the comm unanswered,
 which the sidebar reads as "load the extension". The target is registered at `%load_ext`.
@@ -16,7 +20,9 @@ which the sidebar reads as "load the extension". The target is registered at `%l
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from typing import Any, Awaitable, Callable
 
 from ..ids import InvalidSessionIdError, is_session_id, shown
@@ -25,6 +31,11 @@ from . import mainloop
 log = logging.getLogger(__name__)
 
 TARGET = "agentik.control"
+CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a cell id from the frontend may be (JupyterLab's are uuids): anything else is refused."""
+FIX_STARTED_S = 10.0
+"""How long the answer waits for the fix to start (it reads the notebook when the kernel did not
+see the failure); a turn in the `--wait` form (AGENTIK_WAIT=1) goes on after the answer."""
 
 Action = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -50,7 +61,22 @@ async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "id": agent.active_session_id() if agent is not None else None}
 
 
-ACTIONS: dict[str, Action] = {"resume": _resume, "active": _active}
+async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    from ..notebook.fix import fix_command
+    from .agent import get_agent
+
+    cell_id = data.get("cell_id")
+    if not isinstance(cell_id, str) or CELL_ID.fullmatch(cell_id) is None:
+        return {"ok": False, "error": "That is not a cell id."}
+    started = asyncio.ensure_future(fix_command(get_agent(shell), [cell_id]))
+    await asyncio.wait([started], timeout=FIX_STARTED_S)
+    error = started.exception() if started.done() else None
+    if error is not None:
+        raise error
+    return {"ok": True}
+
+
+ACTIONS: dict[str, Action] = {"resume": _resume, "active": _active, "fix": _fix}
 
 
 async def answer(shell: Any, data: Any) -> dict[str, Any]:

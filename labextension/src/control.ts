@@ -4,6 +4,7 @@
  * shipped file whose id held a newline and Python ran that Python.) One comm per request: the
  * request is the open message's data; the kernel answers once and closes. A kernel without
  * the extension has no such target and closes the comm unanswered.
+ * "Fix with agent" starts its fix turn the same way (`fix`), so no `%agent fix` cell is left behind.
  */
 import { JSONObject } from '@lumino/coreutils';
 import { Kernel } from '@jupyterlab/services';
@@ -18,7 +19,17 @@ export function isSessionId(value: unknown): value is string {
   return typeof value === 'string' && SESSION_ID.test(value);
 }
 
-export type ControlRequest = { action: 'resume'; id: string } | { action: 'active' };
+/** What a cell id may be when it travels to the kernel (JupyterLab's are uuids; the kernel checks the same). */
+const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function isCellId(value: unknown): value is string {
+  return typeof value === 'string' && CELL_ID.test(value);
+}
+
+export type ControlRequest =
+  | { action: 'resume'; id: string }
+  | { action: 'active' }
+  | { action: 'fix'; cell_id: string };
 
 export interface IControlAnswer {
   ok: boolean;
@@ -56,11 +67,15 @@ function parse(data: unknown): IControlAnswer {
   };
 }
 
-/** Send one request to the kernel's control target; its answer (rejects: NotLoadedError, NoAnswerError). */
+/**
+ * Send one request to the kernel's control target; its answer (rejects: NotLoadedError, NoAnswerError).
+ * `onSent` gets the open message's id: what the kernel displays while it acts has it as parent.
+ */
 export function askKernel(
   kernel: Kernel.IKernelConnection,
   request: ControlRequest,
-  timeoutMs = 15_000
+  timeoutMs = 15_000,
+  onSent?: (msgId: string) => void
 ): Promise<IControlAnswer> {
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -76,7 +91,8 @@ export function askKernel(
       const comm = kernel.createComm(CONTROL_TARGET);
       comm.onMsg = msg => settle(() => resolve(parse(msg.content.data)));
       comm.onClose = () => settle(() => reject(new NotLoadedError()));
-      comm.open(request as unknown as JSONObject);
+      const future = comm.open(request as unknown as JSONObject);
+      onSent?.(future.msg.header.msg_id);
     } catch (error) {
       settle(() => reject(error));
     }

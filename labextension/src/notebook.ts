@@ -77,39 +77,32 @@ export function lineDiff(before: string, after: string): Array<[' ' | '-' | '+',
   return out;
 }
 
-const LINE_COLOURS: Record<string, string> = {
-  '+': 'var(--jp-diff-added-color0, #e6ffec)',
-  '-': 'var(--jp-diff-deleted-color0, #ffebe9)',
-  ' ': 'transparent'
-};
-
 /** The proposal under the cell's input: the diff (text only, never HTML, hidden characters as badges) and the buttons. */
 class ProposalWidget extends Widget {
   constructor(title: string, diff: Array<[string, string]>, decide: (status: string) => void, canRun: boolean) {
     super();
     this.addClass('agentik-proposal');
     const node = this.node;
-    node.style.cssText = 'border:1px solid var(--jp-brand-color1,#1976d2);border-radius:4px;margin:4px 0;padding:4px 6px';
     const heading = document.createElement('div');
+    heading.className = 'agentik-proposal-title';
     heading.textContent = title;
-    heading.style.fontWeight = 'bold';
     const pre = document.createElement('pre');
     pre.className = 'agentik-proposal-diff';
-    pre.style.cssText = 'white-space:pre-wrap;margin:4px 0;font-size:var(--jp-code-font-size,12px)';
     for (const [mark, text] of diff) {
       const line = document.createElement('div');
       line.className = `agentik-diff-line agentik-diff-${mark === '+' ? 'added' : mark === '-' ? 'removed' : 'same'}`;
-      line.style.background = LINE_COLOURS[mark];
       appendVisible(line, `${mark} ${text}`);
       pre.appendChild(line);
     }
     const hidden = warning(diff.map(([, text]) => text).join('\n'), 'This change');
     const buttons = document.createElement('div');
+    buttons.className = 'agentik-proposal-buttons';
+    // JupyterLab's own buttons: accept in the theme's accept colour, reject in its reject colour.
     const button = (label: string, status: string): void => {
       const b = document.createElement('button');
-      b.className = `jp-Button agentik-proposal-${status.replace(/_/g, '-')}`;
+      const mod = status === 'rejected' ? 'jp-mod-reject' : 'jp-mod-accept';
+      b.className = `jp-Button jp-mod-styled ${mod} agentik-proposal-${status.replace(/_/g, '-')}`;
       b.textContent = label;
-      b.style.marginRight = '6px';
       b.onclick = () => decide(status);
       buttons.appendChild(b);
     };
@@ -238,8 +231,46 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
     decided = true;
     widget.dispose();
   };
-  answer(kernel, request.request_id, { phase: 'shown' });
+  reveal(panel, found.index, widget);
+  const count = cell.model.type === 'code' ? (cell.model.toJSON() as { execution_count?: number | null }).execution_count : null;
+  answer(kernel, request.request_id, { phase: 'shown', cell_number: found.index + 1, execution_count: count ?? null });
 }
+
+/** Whether the user is typing somewhere (an editor or a text box) other than inside `here`. */
+function typingElsewhere(here: HTMLElement): boolean {
+  const active = document.activeElement as HTMLElement | null;
+  if (!active || here.contains(active)) {
+    return false;
+  }
+  return !!active.closest('.cm-editor') || active.tagName === 'INPUT' || active.tagName === 'TEXTAREA';
+}
+
+/**
+ * Bring a new diff where the user looks: the turn waits for an answer on this cell, which may be
+ * far from the cell that asked. Scroll it into view and flash it, unless the user is typing elsewhere.
+ */
+function reveal(panel: NotebookPanel, index: number, widget: Widget): void {
+  const cell = panel.content.widgets[index];
+  if (!cell || typingElsewhere(cell.node)) {
+    return;
+  }
+  void panel.content
+    .scrollToItem(index, 'smart')
+    .catch(() => undefined)
+    .then(() => {
+      if (widget.isDisposed) {
+        return;
+      }
+      widget.node.scrollIntoView({ block: 'nearest' });
+      cell.node.classList.remove(FLASH);
+      void cell.node.offsetWidth; // restart the animation when a second diff lands on the same cell
+      cell.node.classList.add(FLASH);
+      window.setTimeout(() => cell.node.classList.remove(FLASH), FLASH_MS);
+    });
+}
+
+const FLASH = 'agentik-flash';
+const FLASH_MS = 1600;
 
 function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
   kernel.registerCommTarget(REQUEST_TARGET, (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg) => {
@@ -273,66 +304,5 @@ export function serveNotebooks(notebooks: INotebookTracker): void {
   forEachNotebookKernel(notebooks, listen);
 }
 
-const FIX_BUTTON = 'agentik-fix-button';
-
-/** "Fix with agent" under a cell that just failed: a new cell below asks the agent to fix it. */
-class FixButton extends Widget {
-  constructor(onClick: () => Promise<void>) {
-    super();
-    this.addClass(FIX_BUTTON);
-    this.node.style.cssText = 'margin:2px 0 4px 70px';
-    const button = document.createElement('button');
-    button.className = 'jp-Button';
-    button.textContent = 'Fix with agent';
-    button.title = 'Insert a cell below that asks the agent to find the cause and propose a fix';
-    button.onclick = () => void onClick();
-    this.node.appendChild(button);
-  }
-}
-
-/** Whether `%load_ext agentik_jupyter` ran in this kernel (a silent check, not in the history). */
-async function agentLoaded(kernel: Kernel.IKernelConnection | null): Promise<boolean> {
-  if (!kernel) {
-    return false;
-  }
-  try {
-    const expressions = { loaded: "'__agentik_line__' in get_ipython().user_ns" };
-    const reply = await kernel.requestExecute({ code: '', silent: true, store_history: false, user_expressions: expressions }).done;
-    const content = reply.content as { status: string; user_expressions?: Record<string, { data?: Record<string, string> }> };
-    return content.status === 'ok' && content.user_expressions?.loaded?.data?.['text/plain'] === 'True';
-  } catch {
-    return false;
-  }
-}
-
-/** Offer "Fix with agent" on cells that failed, and take it away when they run cleanly again. */
-export function offerFixes(): void {
-  NotebookActions.executed.connect((_, { notebook, cell, success }) => {
-    const layout = cell.layout as PanelLayout;
-    for (const widget of [...layout.widgets]) {
-      if (widget.hasClass(FIX_BUTTON)) {
-        widget.dispose();
-      }
-    }
-    const source = cell.model.sharedModel.getSource().trimStart();
-    if (success || cell.model.type !== 'code' || source.startsWith('%agent') || source.startsWith('%%agent')) {
-      return;
-    }
-    const cellId = cell.model.id;
-    const panel = notebook.parent as NotebookPanel | null;
-    const button = new FixButton(async () => {
-      button.dispose();
-      const loaded = await agentLoaded(panel?.sessionContext.session?.kernel ?? null);
-      const shared = notebook.model?.sharedModel;
-      const index = notebook.widgets.findIndex(c => c.model.id === cellId);
-      if (!shared || index < 0) {
-        return;
-      }
-      const ask = `%agent fix ${cellId}`;
-      shared.insertCell(index + 1, { cell_type: 'code', source: loaded ? ask : `%load_ext agentik_jupyter\n${ask}` });
-      notebook.activeCellIndex = index + 1;
-      void NotebookActions.run(notebook, panel?.sessionContext);
-    });
-    layout.addWidget(button);
-  });
-}
+/** "Fix with agent" lives in fixturn.ts (it starts its turn over the control comm, no cell added). */
+export { offerFixes } from './fixturn';
