@@ -112,15 +112,22 @@ def decision_text(request: ApprovalRequestLike) -> str:
     return text
 
 
+ACCEPT_CLASSES = ("agentik-button", "agentik-button-accept")
+REJECT_CLASSES = ("agentik-button", "agentik-button-reject")
+PLAIN_CLASSES = ("agentik-button",)
+
+
 class ApprovalCard:
     """A live card bound to one request; `widget` is what to display."""
 
     def __init__(self, request: ApprovalRequestLike) -> None:
         self.request = request
         self.question = html(approval_html(request))
-        self.approve_button = button("Approve", button_style="success", icon="check")
-        self.deny_button = button("Deny", button_style="danger", icon="times")
-        self.always_button = button("Always in this conversation", "auto", button_style="warning")
+        # JupyterLab's look, not ipywidgets' loud success/danger colours: classes the lab
+        # extension styles with the theme's variables (labextension/style/index.css).
+        self.approve_button = button("Approve", icon="check", _dom_classes=ACCEPT_CLASSES)
+        self.deny_button = button("Deny", icon="times", _dom_classes=REJECT_CLASSES)
+        self.always_button = button("Always in this conversation", "auto", _dom_classes=PLAIN_CLASSES)
         # Clicks may arrive on a kernel subshell's thread: decide on the main loop.
         self.approve_button.on_click(main_thread_callback(lambda _: self.request.approve()))
         self.deny_button.on_click(main_thread_callback(lambda _: self.request.deny()))

@@ -273,14 +273,10 @@ export class SessionsSidebar extends Widget {
     for (const item of Array.from(this.body.querySelectorAll<HTMLElement>('li.agentik-session-row'))) {
       const active = this.activeId !== null && item.dataset.sessionId === this.activeId;
       item.classList.toggle(ACTIVE_CLASS, active);
-      item.style.boxShadow = active ? 'inset 3px 0 0 var(--jp-brand-color1)' : '';
       const label = item.querySelector('.agentik-active-label');
       if (active && !label) {
         const mark = el('span', 'agentik-active-label', 'active');
         mark.title = 'This notebook\u2019s kernel continues this session';
-        mark.style.cssText =
-          'margin-left:6px;padding:0 4px;border-radius:3px;font-size:var(--jp-ui-font-size0);' +
-          'color:var(--jp-ui-inverse-font-color1);background:var(--jp-brand-color1)';
         item.querySelector('.agentik-session-title')?.after(mark);
       } else if (!active && label) {
         label.remove();
