@@ -9,7 +9,9 @@ instead of one per token. A stream at a model's pace (a token every few millisec
 handed over at most HANDOVER_HZ times a second while it flows: the first words and the end at
 once, the tokens in between gathered for up to 1 / HANDOVER_HZ seconds (a screen shows ~30
 updates a second at best; each hand-over wakes the turn, its stores and its views). Tokens
-further apart than that still arrive one by one.
+further apart than that still arrive one by one, and so does everything in the first
+FREE_S after the first words, so the turn can tell an answer read in a burst (about to end)
+from one that comes at a model's pace (see `TurnView`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
 HANDOVER_HZ = 30.0
 """The most hand-overs a second while a stream flows (see the module's docstring)."""
+FREE_S = 0.05
+"""How long after the first words every arrival is handed over at once."""
 
 Assembled = Union[ProviderDelta, str]
 """What an assembly hands over: a delta, or a bare string of answer text (a `TextDelta` without
@@ -124,6 +128,7 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
     cut: list[BaseException] = []  # the transport error that ended the body, if one did
     loop = asyncio.get_running_loop()
     handed = float("-inf")  # when text, reasoning or a call's arguments were last handed over
+    free_until = float("inf")  # the end of the first words' FREE_S
     waking: list[asyncio.Future[None]] = []  # the consumer's gathering pause, ended early by the body's end
 
     def wake() -> None:
@@ -174,8 +179,9 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
     try:
         while True:
             await arrived.wait()
-            soon = handed + 1 / HANDOVER_HZ - loop.time()
-            if soon > 0 and not body_over:
+            now = loop.time()
+            soon = handed + 1 / HANDOVER_HZ - now
+            if soon > 0 and now > free_until and not body_over:
                 await gather(soon)
             arrived.clear()
             assemble()
@@ -191,6 +197,7 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
             batch, pending[:] = pending[:], []
             if any(_key(item) is not None for item in batch):  # (words, not the stream's opening)
                 handed = loop.time()
+                free_until = min(free_until, handed + FREE_S)
             for delta in merge(batch):
                 yield delta
             if over:

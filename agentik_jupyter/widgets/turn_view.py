@@ -40,14 +40,15 @@ would show a live view for less time than anyone can see (0.1 s is the usual bou
 "instant"), so its widgets are never opened and closed: its place in the output is the
 kernel's one shared empty box (displayed at once, so the cell's outputs are the same either
 way, as nbval compares them), which a view that is built replaces in place."""
-FIRST_WORDS_S = 0.01
-FIRST_WORDS_MAX_CHARS = 400
+FIRST_WORDS_S = 0.005
+FIRST_WORDS_MAX_CHARS = 100
 """A view not built yet is built `FIRST_WORDS_S` after its answer's first words if the turn
-still runs then and no more than FIRST_WORDS_MAX_CHARS of answer came by then: a model that
-starts answering at once but streams at its pace (tens of characters in that time) shows its
-first words at once instead of `LIVE_AFTER_S` after the request, while an answer that came in
-a burst (thousands of characters: read faster than anyone reads) is about to end, and is left
-to `LIVE_AFTER_S` (its turn opens no widget)."""
+still runs then and no more than FIRST_WORDS_MAX_CHARS of answer came by then (the adapter
+hands over every arrival of the first words' `FREE_S`, so the count is what was read): a model
+that starts answering at once but streams at its pace (a few tokens in that time) shows its
+first words at once instead of `LIVE_AFTER_S` after the request, while an answer read in a
+burst (hundreds of characters in milliseconds) is about to end, and is left to `LIVE_AFTER_S`
+(its turn opens no widget)."""
 Displayer = Callable[[dict[str, Any]], None]
 
 
