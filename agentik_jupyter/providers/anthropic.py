@@ -11,6 +11,7 @@ from typing import Any, AsyncIterator
 import httpx2
 from pydantic import SecretStr
 
+from ..security.urls import redact_url
 from ..types import ChatMessage, ToolSchema
 from . import _constants as C
 from ._anthropic_assembly import MessageAccumulator, message_as_events
@@ -130,7 +131,7 @@ class AnthropicAdapter:
         self._clients = ClientHolder(client, timeouts)
 
     def __repr__(self) -> str:
-        return f"AnthropicAdapter(base_url={self.base_url!r})"
+        return f"AnthropicAdapter(base_url={redact_url(self.base_url)!r})"  # no proxy password or query key
 
     def headers(self, *, stream: bool) -> dict[str, str]:
         return {

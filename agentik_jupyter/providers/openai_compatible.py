@@ -12,6 +12,7 @@ from typing import Any, AsyncIterator
 import httpx2
 from pydantic import SecretStr
 
+from ..security.urls import redact_url
 from ..types import ChatMessage, ImagePart, ToolSchema
 from . import _constants as C
 from ._convert import input_schema, tool_result_text
@@ -167,7 +168,7 @@ class OpenAICompatibleAdapter:
         self._clients = ClientHolder(client, timeouts)
 
     def __repr__(self) -> str:
-        return f"OpenAICompatibleAdapter(base_url={self.base_url!r})"
+        return f"OpenAICompatibleAdapter(base_url={redact_url(self.base_url)!r})"  # no proxy password or query key
 
     def headers(self, *, stream: bool) -> dict[str, str]:
         key = self._api_key.get_secret_value()

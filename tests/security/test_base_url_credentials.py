@@ -106,3 +106,15 @@ def test_an_unreachable_provider_error_and_the_sessions_file_hold_no_credential(
     data = file_bytes(db).decode("utf-8", "replace")
     assert "Could not reach the provider" in data
     assert_hidden("the sessions file", data)
+
+
+def test_the_adapters_repr_drops_the_url_credentials() -> None:
+    """An adapter printed in a traceback or a debugger shows host and path, never the proxy password or query key."""
+    from agentik_jupyter.providers.anthropic import AnthropicAdapter
+    from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
+
+    url = "https://proxyuser:Pr0xyPassw0rd@llm.example/v1?api-key=QueryKey12345"
+    for adapter in (OpenAICompatibleAdapter(api_key="k", base_url=url), AnthropicAdapter(api_key="k", base_url=url)):
+        shown = repr(adapter)
+        assert "llm.example/v1" in shown
+        assert "Pr0xyPassw0rd" not in shown and "QueryKey12345" not in shown, shown
