@@ -100,7 +100,8 @@ def test_hostile_ids_from_the_file_are_never_resumed(shipped: tuple[RawKernel, s
     assert good in listed and "conv_evil" not in listed and "conv_semi" not in listed, listed
     refused = k.text("%agent resume conv_evil")
     assert "Resumed" not in refused and "No session" in refused, refused
-    assert k.text("%agent resume conv_semi;x").count("Resumed") == 0
+    semi = k.text("%agent resume conv_semi;x")
+    assert "Resumed" not in semi and "not a session id: 'conv_semi;x'" in semi, semi
     assert state(k)["conversation"] == good  # (the first command opened the latest session that is one)
     resumed = k.text("%agent resume")  # the latest session that is a session: the normal one
     assert f"Resumed {good}" in resumed, resumed

@@ -7,6 +7,7 @@ import os
 import shlex
 from typing import Any
 
+from ..ids import InvalidSessionIdError, is_session_id
 from .mcp_commands import mcp_command
 
 USAGE = """\
@@ -98,6 +99,9 @@ async def _sessions(agent: Any, args: list[str]) -> None:
 
 
 async def _resume(agent: Any, args: list[str]) -> None:
+    if args and not is_session_id(args[0]):
+        print(f"Not resumed: {InvalidSessionIdError(args[0])}.")
+        return
     session = agent.session_for()
     await agent.prepare(session)
     wanted = await _full_id(session.db, args[0]) if args else None
