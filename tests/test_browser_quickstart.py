@@ -56,7 +56,6 @@ def test_the_saved_quickstart_renders_every_turn(opened: Lab) -> None:
     lab.shot("quickstart_opened.png")
 
 
-@pytest.mark.xfail(strict=True, reason="labextension/src/renderer.ts statusText does not read the payload's failed_tools yet")
 def test_a_turn_whose_tool_failed_is_not_shown_done(opened: Lab) -> None:
     failed = opened.page.locator(TRANSCRIPT).filter(
         has=opened.page.locator(".agentik-question").get_by_text("Plot the unit column of sales.", exact=True))

@@ -51,6 +51,8 @@ export interface ITranscript {
   status?: string | null;
   usage?: IUsage | null;
   elapsed_s?: number | null;
+  /** Tool calls that failed (not those the user denied); only when > 0. */
+  failed_tools?: number;
   entries: TranscriptEntry[];
 }
 

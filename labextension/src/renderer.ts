@@ -239,9 +239,18 @@ function usageText(usage: IUsage | null | undefined): string {
   return `${n(usage.input_tokens)} tokens in, ${n(usage.output_tokens)} out`;
 }
 
+/** How the turn ended; a turn that finished after a tool failed says so, not "Done" (as the kernel's text does). */
+function endingText(transcript: ITranscript): string {
+  const failed = typeof transcript.failed_tools === 'number' ? transcript.failed_tools : 0;
+  if (transcript.status === 'complete' && failed > 0) {
+    return `⚠ Finished with ${failed} failed tool call${failed > 1 ? 's' : ''}`;
+  }
+  return ENDINGS[transcript.status ?? ''] ?? '';
+}
+
 function statusText(transcript: ITranscript): string {
   const elapsed = typeof transcript.elapsed_s === 'number' ? `${transcript.elapsed_s.toFixed(1)} s` : '';
-  return [ENDINGS[transcript.status ?? ''] ?? '', elapsed, usageText(transcript.usage)].filter(Boolean).join(' · ');
+  return [endingText(transcript), elapsed, usageText(transcript.usage)].filter(Boolean).join(' · ');
 }
 
 export class TranscriptRenderer extends Widget implements IRenderMime.IRenderer {
