@@ -7,8 +7,9 @@ meanwhile are assembled together, a run of plain text events at once (`feed_many
 consumer takes the lot as one delta per kind. A fast stream costs the turn one event per read
 instead of one per token. A stream at a model's pace (a token every few milliseconds) is
 handed over at most HANDOVER_HZ times a second while it flows: the first words and the end at
-once, the tokens in between gathered for up to 1 / HANDOVER_HZ seconds (a screen shows ~30
-updates a second at best; each hand-over wakes the turn, its stores and its views). Tokens
+once, the tokens in between gathered for up to 1 / HANDOVER_HZ seconds (the live view shows
+at most 12 updates a second, `widgets/stream.py`; each hand-over wakes the turn, its stores
+and its views). Tokens
 further apart than that still arrive one by one, and so does everything in the first
 FREE_S after the first words, so the turn can tell an answer read in a burst (about to end)
 from one that comes at a model's pace (see `TurnView`).
@@ -25,7 +26,7 @@ from . import _constants as C
 from ._http import error_from_transport
 from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
-HANDOVER_HZ = 30.0
+HANDOVER_HZ = 20.0
 """The most hand-overs a second while a stream flows (see the module's docstring)."""
 FREE_S = 0.05
 """How long after the first words every arrival is handed over at once."""
