@@ -24,6 +24,7 @@ from .test_browser import Lab, browser_lab, lab_server, wait_until, write_code_c
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
+from agentik_jupyter.notebook.attachments import ATTACHED  # noqa: E402
 from agentik_jupyter.persistence import SessionDB, SessionReader  # noqa: E402
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 from agentik_jupyter.types import AssistantMessage, UserMessage  # noqa: E402
@@ -56,7 +57,9 @@ class Trust:
 def shipped_db(path: Path, marker: Path) -> str:
     with SessionDB(path) as db:
         good = db.create_conversation("Normal session")
-        turn = db.begin_turn(good.id, UserMessage(content="A normal question"))
+        # a question as %agent fix stores it: what the model needs is attached below the user's line
+        question = f"A normal question{ATTACHED}%agent fix (for the model only):\nTraceback in /tmp/ipykernel_4242/1.py"
+        turn = db.begin_turn(good.id, UserMessage(content=question))
         db.append(good.id, turn, AssistantMessage(content="A normal answer"))
     conn = sqlite3.connect(path)
     with conn:
@@ -151,6 +154,18 @@ def test_2_a_hostile_id_from_the_file_runs_no_code(trust: Trust) -> None:
     lab.wait(lambda: "malformed ids and are not shown" in lab.text(sidebar(lab)), 10, "the hidden-rows note")
     assert f"CURRENT {trust.good}" in current(lab)
     trust.shot("sidebar_trust_hidden.png")
+
+
+def test_2b_the_history_shows_the_users_question_without_what_was_attached(trust: Trust) -> None:
+    lab = trust.lab
+    rows(lab).filter(has_text="Normal session").get_by_role("button", name="Normal session").click()
+    history = sidebar(lab).locator(".agentik-history")
+    lab.wait(lambda: "A normal answer" in lab.text(history), 15, "the session's history")
+    text = lab.text(history)
+    assert "A normal question" in text
+    assert "Attached by" not in text and "/tmp/ipykernel_" not in text, text
+    sidebar(lab).get_by_role("button", name="‹ All sessions").click()
+    lab.wait(lambda: rows(lab).filter(has_text="Normal session").count() == 1, 15, "the list again")
 
 
 def test_3_deleting_the_active_session_then_asking_starts_a_new_one(trust: Trust) -> None:

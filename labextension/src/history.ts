@@ -5,6 +5,13 @@
 import { HistoryRecord, IHistoryEntry, IToolCall, IToolEntry, TranscriptEntry } from './api';
 
 const PREVIEW_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'text/html'];
+/** Where what was attached for the model (@mentions, a fix's details) begins: the user sees their question only. */
+const ATTACHED = '\n\nAttached by ';
+
+function shownQuestion(content: string): string {
+  const at = content.indexOf(ATTACHED);
+  return at === -1 ? content : content.slice(0, at);
+}
 
 function resultText(value: unknown): string {
   if (value === null || value === undefined) {
@@ -36,7 +43,7 @@ export function historyEntries(records: HistoryRecord[]): TranscriptEntry[] {
   for (const record of records) {
     switch (record.kind) {
       case 'user':
-        entries.push({ role: 'user', content: record.content });
+        entries.push({ role: 'user', content: shownQuestion(record.content) });
         break;
       case 'assistant':
         if (record.content) {
