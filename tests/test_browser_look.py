@@ -2,7 +2,8 @@
 
 1. the approval card's buttons are JupyterLab's (no loud ipywidgets success/danger colours);
 2. the on-cell diff's Accept and Reject are JupyterLab's accept/reject buttons (different colours),
-   and the diff's cell, far above the asking cell, is scrolled into view when the diff appears;
+   and the diff's cell, far above the asking cell, is scrolled into view when the diff appears,
+   unless the user is typing in another cell then;
 3. "Fix with agent" starts the fix turn without adding a cell: the notebook keeps its cells, the
    turn shows under the failed cell (not saved) and proposes its diff there;
 4. the tools listing (`%agent tools`) in a narrow window wraps between words, never inside one.
@@ -14,6 +15,7 @@ Screenshots in tests/artifacts/look_<app>_*.png.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -137,6 +139,33 @@ def test_2_diff_buttons_differ_and_the_diff_is_scrolled_into_view(lab: Lab) -> N
     assert background(accept) == accept_colour(lab)
     reject.click()
     lab.wait(lambda: "END-DIFF" in lab.text(lab.output(CELL_ASK)), 30, "the turn's end")
+
+
+def test_2b_no_scroll_while_the_user_types_in_another_cell(lab: Lab) -> None:
+    def responder(request: Any) -> Reply:
+        last = request.messages[-1]
+        if last.get("role") == "user":
+            return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
+        found = re.search(r"\[1\] id=(\S+) code", last.get("content", ""))
+        if found:
+            time.sleep(3)  # the user is in another cell's editor by then
+            return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": found.group(1),
+                                                                     "new_source": "total = 3"}}])
+        return Reply.text("END-UNSCROLLED")
+
+    lab.srv.set_responder(responder)
+    run_cell(lab, CELL_ASK)
+    editor = lab.cell(CELL_BROKEN).locator(".cm-content")
+    editor.click()
+    proposal = lab.cell(CELL_DATA).locator(PROPOSAL)
+    lab.wait(lambda: proposal.count() == 1, 30, "the diff on the data cell")
+    time.sleep(1)  # (a scroll would have happened by now)
+    assert not in_viewport(lab, proposal)
+    assert editor.evaluate("el => el.contains(document.activeElement)")
+    shot(lab, "diff_not_scrolled_while_typing.png")
+    lab.page.keyboard.press("Escape")
+    proposal.get_by_role("button", name="Reject").click()
+    lab.wait(lambda: "END-UNSCROLLED" in lab.text(lab.output(CELL_ASK)), 30, "the turn's end")
 
 
 def fix_responder(request: Any) -> Reply:
