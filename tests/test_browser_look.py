@@ -1,5 +1,6 @@
 """One look, where to act, no internal cells (#22), in JupyterLab + headless Debian Chromium + the fake LLM.
 
+0. "Fix with agent" in a kernel without the extension says so and offers to load it, then fixes;
 1. the approval card's buttons are JupyterLab's (no loud ipywidgets success/danger colours);
 2. the on-cell diff's Accept and Reject are JupyterLab's accept/reject buttons (different colours),
    and the diff's cell, far above the asking cell, is scrolled into view when the diff appears,
@@ -92,6 +93,24 @@ def in_viewport(lab: Lab, locator: Any) -> bool:
     return bool(locator.evaluate("""el => { const s = el.closest('.jp-WindowedPanel-outer') || el.closest('.jp-Notebook');
         const a = s.getBoundingClientRect(), b = el.getBoundingClientRect();
         return b.top >= a.top && b.top < a.bottom - 20; }"""))
+
+
+def test_0_fix_without_the_extension_loaded_offers_to_load_it(lab: Lab) -> None:
+    lab.srv.set_responder(fix_responder)
+    run_cell(lab, CELL_BROKEN)  # before %load_ext: the kernel did not see it fail
+    broken = lab.cell(CELL_BROKEN)
+    lab.wait(lambda: "NameError" in lab.text(lab.output(CELL_BROKEN)), 20, "the NameError")
+    broken.get_by_role("button", name="Fix with agent").click()
+    load = broken.get_by_role("button", name="Load it (%load_ext agentik_jupyter) and fix")
+    load.wait_for(timeout=20_000)
+    assert "not loaded in this notebook" in lab.text(broken.locator(".agentik-fix-button"))
+    shot(lab, "fix_not_loaded.png", at=load)
+    load.click()
+    turn = broken.locator(".agentik-fix-turn")
+    lab.wait(lambda: "END-FIX" in lab.text(turn), 30, "the fix turn's end under the failed cell")
+    assert "Fix the failed cell [1]: NameError" in lab.text(turn)
+    turn.get_by_role("button", name="Dismiss").click()
+    assert turn.count() == 0
 
 
 def test_1_approval_card_buttons_are_jupyterlab_buttons(lab: Lab) -> None:
