@@ -9,10 +9,9 @@ instead of one per token. A stream at a model's pace (a token every few millisec
 handed over at most HANDOVER_HZ times a second while it flows: the first words and the end at
 once, the tokens in between gathered for up to 1 / HANDOVER_HZ seconds (the live view shows
 at most 12 updates a second, `widgets/stream.py`; each hand-over wakes the turn, its stores
-and its views). Tokens
-further apart than that still arrive one by one, and so does everything in the first
-FREE_S after the first words, so the turn can tell an answer read in a burst (about to end)
-from one that comes at a model's pace (see `TurnView`).
+and its views). Tokens further apart than that still arrive one by one, and so does
+everything in the first FREE_S after the first words, so the turn can tell an answer read in
+a burst (about to end) from one that comes at a model's pace (see `TurnView`).
 """
 
 from __future__ import annotations

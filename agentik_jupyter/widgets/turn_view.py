@@ -34,8 +34,9 @@ __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
 VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
 LIVE_AFTER_S = 0.1
 """A view shown by `show` builds its widgets only if its turn still runs this long after its
-answer was requested, or `FIRST_WORDS_S` after its first words (or at once when something needs them first: a call of a tool that may
-hold the kernel's loop, an approval, a turn queued behind others). A turn that ends sooner
+answer was requested, or `FIRST_WORDS_S` after its first words (or at once when something
+needs them first: a call of a tool that may hold the kernel's loop, an approval, a turn
+queued behind others). A turn that ends sooner
 would show a live view for less time than anyone can see (0.1 s is the usual bound for
 "instant"), so its widgets are never opened and closed: its place in the output is the
 kernel's one shared empty box (displayed at once, so the cell's outputs are the same either
