@@ -77,8 +77,9 @@ class TurnView:
 
     With `show`, the view displays itself through it at once (the handle `show` returns
     updates that place), and a view of a turn that starts at once is built only if the turn
-    still runs `LIVE_AFTER_S` after its answer was requested (the events before that are
-    handed to it then); a `wait` view renders its transcript while the session writes the
+    still runs `LIVE_AFTER_S` after its answer was requested, or a moment after its first
+    words come at a model's pace (`FIRST_WORDS_S`; the events before that are handed to it
+    then); a `wait` view renders its transcript while the session writes the
     turn to its file.
     """
 
