@@ -23,7 +23,7 @@ from .protocol import ApprovalRequestLike
 DECISIONS: dict[str, str] = {
     "approved": "✓ Approved",
     "denied": "✗ Denied",
-    "timeout": "⌛ No answer in time: denied",
+    "timeout": "✗ No answer in time: denied",
     "cancelled": "■ Withdrawn: the turn was stopped",
 }
 

@@ -1,0 +1,29 @@
+"""The approval card's and tool cards' marks are text glyphs: characters with emoji presentation
+(⌛, ⏳, ✅, ❌ …) render as empty boxes on a machine without an emoji font (headless Debian
+Chromium shows them so), while ✓ ✗ ⚙ come from ordinary text fonts."""
+
+from __future__ import annotations
+
+from agentik_jupyter.widgets import approval_card, cards
+from agentik_jupyter.types import ToolCall, ToolResult
+
+# Unicode's Emoji_Presentation characters below U+1F000 (emoji-data.txt); everything above is too.
+EMOJI_PRESENTATION = {0x231A, 0x231B, *range(0x23E9, 0x23ED), 0x23F0, 0x23F3, 0x25FD, 0x25FE, 0x2614, 0x2615,
+                      *range(0x2648, 0x2654), 0x267F, 0x2693, 0x26A1, 0x26AA, 0x26AB, 0x26BD, 0x26BE, 0x26C4,
+                      0x26C5, 0x26CE, 0x26D4, 0x26EA, 0x26F2, 0x26F3, 0x26F5, 0x26FA, 0x26FD, 0x2705, 0x270A,
+                      0x270B, 0x2728, 0x274C, 0x274E, 0x2753, 0x2754, 0x2755, 0x2757, 0x2795, 0x2796, 0x2797,
+                      0x27B0, 0x27BF, 0x2B1B, 0x2B1C, 0x2B50, 0x2B55}
+
+
+def emoji(text: str) -> list[str]:
+    return [c for c in text if ord(c) in EMOJI_PRESENTATION or ord(c) >= 0x1F000]
+
+
+def test_decisions_and_tool_marks_have_no_emoji() -> None:
+    for text in approval_card.DECISIONS.values():
+        assert emoji(text) == [], text
+    call = ToolCall(id="c1", name="run_code", args={"code": "1"})
+    for result in (None, ToolResult(tool_call_id="c1", name="run_code", result="ok"),
+                   ToolResult(tool_call_id="c1", name="run_code", result="", error="boom")):
+        line = cards.card_title(call, result)
+        assert emoji(line) == [], line
