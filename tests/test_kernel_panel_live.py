@@ -203,3 +203,28 @@ def test_a_stopped_cell_turn_is_marked_live_and_after_a_resume(tmp_path: Path) -
             assert text.index("A long essay from a cell") < text.index(STOPPED)
         finally:
             kernel.close()
+
+
+@pytest.mark.xfail(strict=True, reason="needs KernelAgent.session_for to go back to the saved Session object "
+                                       "after a --temp turn (kernel/agent.py, see the #22 panel report)")
+def test_a_temporary_cell_does_not_cut_the_panel_off_its_session(tmp_path: Path) -> None:
+    """The quickstart's order: `%agent panel`, a `--temp` cell, then more cells of the session."""
+    db_path = tmp_path / "temp.agentik.db"
+    with FakeLLMServer(chunk_delay=0.02) as server:
+        kernel = RawKernel(kernel_env(server, AGENTIK_DB_PATH=str(db_path)), tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            server.push("First. END-FIRST")
+            assert kernel.execute("%%agent --wait\nFirst question").ok
+            root = open_panel(kernel)
+            fe = Frontend(kernel)
+            server.push("Off the record. END-TEMP")
+            assert kernel.execute("%%agent --wait --temp\nA temporary question").ok
+            server.push("Back in the session. END-BACK")
+            assert kernel.execute("%%agent --wait\nA question after the temporary one").ok
+            wait_for(lambda: shows(fe, root, "A question after the temporary one", "END-BACK"), 10,
+                     "the session's next cell turn in the panel")
+            text = fe.transcript(root)
+            assert "END-TEMP" not in text and "A temporary question" not in text, text  # not part of the session
+        finally:
+            kernel.close()

@@ -29,6 +29,7 @@ from .turn_view import close_tree
 from ..kernel.mainloop import main_thread_callback
 
 PANEL_TEXT = "Agent chat panel"
+SCROLLER_HEIGHT = "min(40em, 60vh)"  # the whole panel fits a laptop's notebook window
 SUBMIT_SETTLE_S = 0.5
 
 
@@ -54,13 +55,17 @@ class ChatPanel:
         self.title = HTML(value=self._title_html())
         self.older_button = Button(description="Show older", icon="history", layout=Layout(display="none"))
         self.older_button.on_click(main_thread_callback(lambda _: self.show_older()))
-        # The transcript scrolls inside a 40em box. `history` (the messages, top to bottom)
-        # must not be a flex child that shrinks: inside a height-capped flex column its items
-        # were squeezed and overlapped instead of scrolling. The reversed column keeps the
-        # view pinned to the newest message as the answer streams (no JavaScript needed).
+        # The transcript scrolls inside a box of fixed height, as a chat pane does: a reply
+        # that grew the box would push itself and the text box below the window where the
+        # user typed. `history` (the messages, top to bottom) must not be a flex child that
+        # shrinks: inside a height-capped flex column its items were squeezed and overlapped
+        # instead of scrolling. The reversed column starts at the bottom, so the view stays
+        # pinned to the newest message as the answer streams, while a user who scrolled up to
+        # read keeps their place (the browser anchors it); no JavaScript needed.
         self.history = VBox(layout=Layout(flex="0 0 auto"))
         self.scroller = Box(children=(self.history,), layout=Layout(
-            display="flex", flex_flow="column-reverse", max_height="40em", overflow="auto"))
+            display="flex", flex_flow="column-reverse", height=SCROLLER_HEIGHT, overflow="auto"))
+        self.scroller.add_class("agentik-panel-transcript")
         self.banner = ErrorBanner(session.chat_store)
         self.status = StatusLine(session.agent_store, clock=clock)
         self.notice = HTML(value="")
@@ -236,8 +241,9 @@ class ChatPanel:
             head = state.messages[: len(ids) - shown]
             self._rendered[:0] = [m.id for m in head]
             self.history.children = (*self._widgets(head), *self.history.children)
-        else:
+        else:  # another conversation (resumed, new, switched): drawn again from its messages
             self._render_all(state.messages)
+        self.title.value = self._title_html()  # (sent only when it changed)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:
