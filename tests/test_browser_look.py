@@ -237,7 +237,5 @@ def test_4_the_tools_table_wraps_between_words(lab: Lab) -> None:
     assert wraps_between_words(lab, CELL_TABLE, "tools_table.png") == []
 
 
-@pytest.mark.xfail(strict=True, reason="kernel/commands.py `_tools` still prints format_tools(); "
-                   "it should call tools_table.show_tools(agent.registry, agent.gate) (then drop this mark)")
 def test_5_agent_tools_wraps_between_words(lab: Lab) -> None:
     assert wraps_between_words(lab, CELL_TOOLS, "tools.png") == []

@@ -155,10 +155,10 @@ async def _delete(agent: Any, args: list[str]) -> None:
 
 
 async def _tools(agent: Any, args: list[str]) -> None:
-    from .approval import format_tools
+    from .tools_table import show_tools
 
     await agent.ensure_mcp()
-    print(format_tools(agent.registry, agent.gate))
+    show_tools(agent.registry, agent.gate)  # a table that wraps between words, with the aligned text beside it
     if agent.mcp is not None:
         for status in agent.mcp.statuses():
             print(f"MCP {status.describe()}")
