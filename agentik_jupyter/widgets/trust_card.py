@@ -19,6 +19,7 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
 from ..kernel.mainloop import main_thread_callback, run_on_main
+from .approval_card import ACCEPT_CLASSES, PLAIN_CLASSES
 from .markdown import escape
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,10 @@ class TrustCard:
         self._task: Any = None
         self.decided = False
         self.question = HTML(value=trust_html(path, servers))
-        self.trust_button = Button(description="Trust", button_style="warning", icon="check")
-        self.decline_button = Button(description="Don't trust", icon="times", layout=Layout(width="auto"))
+        # JupyterLab's accept / plain buttons (index.css), like the approval card's, not ipywidgets' loud colours
+        self.trust_button = Button(description="Trust", icon="check", _dom_classes=ACCEPT_CLASSES)
+        self.decline_button = Button(description="Don't trust", icon="times", layout=Layout(width="auto"),
+                                     _dom_classes=PLAIN_CLASSES)
         self.trust_button.on_click(main_thread_callback(lambda _: self._start(True)))
         self.decline_button.on_click(main_thread_callback(lambda _: self._start(False)))
         self.buttons = HBox(children=(self.trust_button, self.decline_button))

@@ -101,3 +101,16 @@ def test_variables_that_change_how_a_program_starts_are_warned_about(name: str) 
     warnings = warning_items(trust_html("/p/mcp.json", list(servers)))
     assert any(name in w for w in warnings) and not any("COLOR" in w for w in warnings), warnings
     assert f"{name}=/tmp/x" in text and "COLOR=1" in text
+
+
+def test_the_trust_buttons_use_jupyterlabs_look_not_ipywidgets_colours() -> None:
+    """Trust is an accept button in JupyterLab's colours (index.css), as Approve is; no loud 'warning' orange."""
+    from agentik_jupyter.widgets.trust_card import TrustCard
+
+    async def decide(trusted: bool) -> None:
+        return None
+
+    card = TrustCard("/project/mcp.json", [], decide)
+    assert card.trust_button.button_style == "" and card.decline_button.button_style == ""
+    assert {"agentik-button", "agentik-button-accept"} <= set(card.trust_button._dom_classes)
+    assert "agentik-button" in card.decline_button._dom_classes
