@@ -27,3 +27,31 @@ def test_decisions_and_tool_marks_have_no_emoji() -> None:
                    ToolResult(tool_call_id="c1", name="run_code", result="", error="boom")):
         line = cards.card_title(call, result)
         assert emoji(line) == [], line
+
+
+# Characters no text font on these machines has (fc-list finds none): the media-control marks.
+NO_TEXT_FONT = {*range(0x23F8, 0x23FB)}
+
+
+def test_every_status_line_is_drawn_with_text_glyphs() -> None:
+    """Queued, sending, running, awaiting approval, responding, error, ended: no glyph that needs an emoji font."""
+    from agentik_jupyter.orchestrator import AWAITING_APPROVAL
+    from agentik_jupyter.store import AgentStore
+    from agentik_jupyter.widgets.status import StatusLine
+
+    store = AgentStore()
+    line = StatusLine(store, clock=lambda: 10.0)
+    seen: list[str] = []
+    line.waiting(ahead=2)
+    seen.append(line.text())
+    line.begin(at=8.0)
+    for status, tool in (("sending", None), ("processing", "run_code"), ("processing", "run_code" + AWAITING_APPROVAL),
+                         ("responding", None), ("error", None)):
+        store.set(status=status, active_tool=tool)
+        seen.append(line.text())
+    for reason in ("complete", "interrupted", "max_iterations", "error"):
+        line.end(reason, None)
+        seen.append(line.text())
+    assert all(seen), seen
+    for text in seen:
+        assert emoji(text) == [] and not [c for c in text if ord(c) in NO_TEXT_FONT], text

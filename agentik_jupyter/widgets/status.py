@@ -112,7 +112,7 @@ class StatusLine:
         if self._started is None:
             if not self._waiting:
                 return ""
-            return f"⏳ Queued ({self._ahead} ahead)" if self._ahead else "Waiting for the previous turn…"
+            return f"◷ Queued ({self._ahead} ahead)" if self._ahead else "Waiting for the previous turn…"
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:
             parts = [ending_text(self._reason or "complete", self._failed_tools), elapsed, usage_text(self._usage)]
@@ -121,7 +121,7 @@ class StatusLine:
         if state.status == "processing":
             tool = state.active_tool or ""
             if tool.endswith(AWAITING_APPROVAL):
-                doing = f"⏸ Waiting for your approval to run {tool[: -len(AWAITING_APPROVAL)]}…"
+                doing = f"◷ Waiting for your approval to run {tool[: -len(AWAITING_APPROVAL)]}…"
             else:
                 doing = f"⚙ Running {tool}…" if tool else "⚙ Running a tool…"
         elif state.status == "responding":
@@ -129,7 +129,7 @@ class StatusLine:
         elif state.status == "error":
             doing = "⚠ Error"
         else:
-            doing = "⏳ Sending…"
+            doing = "◷ Sending…"
         return f"{doing} {elapsed}"
 
     def close(self) -> None:
