@@ -145,12 +145,19 @@ async def test_a_failed_load_says_so_and_keeps_what_is_shown(tmp_path: Path) -> 
     assert not panel.older_button.disabled and panel.older_button.layout.display == ""
 
 
+def empty_note_shown(panel: ChatPanel) -> bool:
+    """The pane's "No messages yet" note is there and not hidden."""
+    notes = [w for w in panel.scroller.children if "No messages yet" in str(getattr(w, "value", ""))]
+    return bool(notes) and notes[0].layout.display != "none"
+
+
 async def test_a_stopped_turn_keeps_its_mark_when_the_session_is_shown_again(tmp_path: Path) -> None:
     """Live, the panel marks a stopped answer; re-rendered from the sessions file (a resume),
     the audit log's "interrupted" error row is the same mark, not a failure, and the title follows."""
     db = await AsyncSessionDB.open(tmp_path / "stopped.agentik.db")
     session = Session(ScriptedTransport([Step.say("cut " * 200, chunk_size=4, delay=0.01)]), ToolRegistry(), db=db)
     panel = ChatPanel(session)
+    assert empty_note_shown(panel)  # the empty pane says what goes there
     task = panel.send("Write a long essay")
     assert task is not None
     for _ in range(300):
@@ -161,12 +168,15 @@ async def test_a_stopped_turn_keeps_its_mark_when_the_session_is_shown_again(tmp
     await task
     live = html_of(panel.history)
     assert live.count("■ Stopped") == 1 and live.index("cut cut") < live.index("■ Stopped")
+    assert not empty_note_shown(panel)
     conversation = session.conversation_id
     session.new_conversation()
     assert "Write a long essay" not in html_of(panel.history) and panel.title.value == "<b>Agent chat</b>"
+    assert empty_note_shown(panel)
     await session.resume(conversation)
     again = html_of(panel.history)
     assert again.count("■ Stopped") == 1 and "Interrupted by the user" not in again and "⚠" not in again
+    assert not empty_note_shown(panel)
     assert again.index("Write a long essay") < again.index("cut cut") < again.index("■ Stopped")
     assert "Write a long essay" in panel.title.value
     panel.close()

@@ -41,6 +41,8 @@ def user_html(text: str) -> str:
 
 
 STOPPED_HTML = '<div class="agentik-stopped" style="color:#666">■ Stopped: the answer above is incomplete.</div>'
+EMPTY_HTML = ('<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
+              '<code>%%agent</code> cell: this session\'s cell turns show here too.</em></div>')
 INTERRUPTED_ERROR = "Interrupted by the user"
 """The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
 a resumed transcript shows it as the same mark the live turn got, not as a failure."""
@@ -63,7 +65,8 @@ class ChatPanel:
         # pinned to the newest message as the answer streams, while a user who scrolled up to
         # read keeps their place (the browser anchors it); no JavaScript needed.
         self.history = VBox(layout=Layout(flex="0 0 auto"))
-        self.scroller = Box(children=(self.history,), layout=Layout(
+        self._empty = HTML(value=EMPTY_HTML)  # what the pane says before the first message (above `history`)
+        self.scroller = Box(children=(self.history, self._empty), layout=Layout(
             display="flex", flex_flow="column-reverse", height=SCROLLER_HEIGHT, overflow="auto"))
         self.scroller.add_class("agentik-panel-transcript")
         self.banner = ErrorBanner(session.chat_store)
@@ -190,12 +193,14 @@ class ChatPanel:
 
     def _add(self, widget: Widget) -> None:
         self.history.children = (*self.history.children, widget)
+        self._empty.layout.display = "none"
 
     def _render_all(self, messages: tuple[ChatMessage, ...]) -> None:
         old = list(self.history.children)
         self._cards = {}
         self._rendered = [m.id for m in messages]
         self.history.children = tuple(self._widgets(messages))
+        self._empty.layout.display = "none" if self.history.children else ""
         for w in old:
             close_tree(w)
 
