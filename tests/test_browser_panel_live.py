@@ -259,6 +259,9 @@ def test_7_a_first_reply_in_a_fresh_panel_stays_on_screen(lab: Lab) -> None:
     lab.wait(lambda: "END-PINNED" not in lab.text(panel(lab)), 10, "the panel emptied by %agent new")
     box = panel(lab).get_by_placeholder("Ask the agent")
     box.evaluate("(el) => el.scrollIntoView({block: 'end'})")
+    note = panel(lab).get_by_text("No messages yet")
+    lab.wait(lambda: note.is_visible(), 5, "the empty pane's note")
+    lab.shot("panel_live_empty.png")
     lab.srv.push(Reply.text(FRESH_ANSWER))
     box.click()
     box.fill(FRESH_QUESTION)
@@ -271,6 +274,7 @@ def test_7_a_first_reply_in_a_fresh_panel_stays_on_screen(lab: Lab) -> None:
     lab.wait(lambda: in_window(end) and in_view(end), 5, "the reply's end on screen")
     assert box.evaluate("(el) => el.getBoundingClientRect().bottom") <= geometry(end)["windowBottom"] + 1
     assert lab.text(panel(lab).locator(".agentik-panel-transcript")).count(FRESH_QUESTION) == 1  # its own turn, once
+    assert not note.is_visible()
     lab.shot("panel_live_fresh_reply.png")
 
 
