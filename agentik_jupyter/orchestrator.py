@@ -30,6 +30,7 @@ from .registry import ToolRegistry, run_tool
 from .security.scrub import scrub, scrub_response, scrub_result
 from .security.stream import StreamScrubber
 from .store import AgentStore, ChatStore
+from .tool_status import label as tool_label, noting
 from .types import (
     AgentContext,
     AppendText,
@@ -302,7 +303,8 @@ class Orchestrator:
                 )
         args = coerce_arguments(call.args, definition.parameters)
         try:
-            with interruptible(on_interrupt=self._on_signal):  # Interrupt raises in the tool's own code
+            waiting = noting(lambda where: self.agent_store.set_active_tool(tool_label(call.name, where)))
+            with waiting, interruptible(on_interrupt=self._on_signal):  # Interrupt raises in the tool's own code
                 value = await run_tool(definition, args)
         except asyncio.CancelledError:
             raise

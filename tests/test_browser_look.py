@@ -149,6 +149,9 @@ def test_2_diff_buttons_differ_and_the_diff_is_scrolled_into_view(lab: Lab) -> N
     proposal = lab.cell(CELL_DATA).locator(PROPOSAL)
     lab.wait(lambda: proposal.count() == 1, 30, "the diff on the data cell")
     lab.wait(lambda: in_viewport(lab, proposal), 5, "the diff's cell scrolled into view")
+    # the asking cell's status says the turn waits for the user, and on which cell (not "Running edit_cell…")
+    lab.wait(lambda: f"edit_cell: waiting for your answer on the diff on cell {CELL_DATA + 1}"
+             in lab.text(lab.output(CELL_ASK)), 10, "the status to say where to act")
     shot(lab, "diff_scrolled.png")
     accept = proposal.get_by_role("button", name="Accept", exact=True)
     reject = proposal.get_by_role("button", name="Reject")

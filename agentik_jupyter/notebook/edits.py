@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from ..security import invisible
+from ..tool_status import waiting_on
 from ..types import ToolOutput
 from .document import NotebookDoc, summarize_output
 from .frontend import NoFrontend, frontend
@@ -97,6 +98,14 @@ def _ran(cell_id: str, reply: dict[str, Any]) -> tuple[str, bool]:
 AfterRun = Callable[[str], Awaitable[str]]
 
 
+def _say_where(shown: dict[str, Any]) -> None:
+    """The diff is on screen: the status line says the turn waits for the user, and on which cell."""
+    number = shown.get("cell_number")
+    where = f"the diff on cell {number}" if isinstance(number, int) else "the diff on its cell"
+    count = shown.get("execution_count")
+    waiting_on(where + (f" (In [{count}])" if isinstance(count, int) else ""))
+
+
 async def propose_change(
     ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None,
     after_run: AfterRun | None = None,
@@ -114,8 +123,8 @@ async def propose_change(
         raise ValueError(f"the proposed source is the same as cell {cell_id!r}'s current source")
     diff = unified_diff(old, new, cell_id)
     try:
-        reply = await frontend.ask(action, decision_timeout, cell_id=cell_id, expected_source=old, new_source=new,
-                                   in_request=in_request())
+        reply = await frontend.ask(action, decision_timeout, on_shown=_say_where, cell_id=cell_id,
+                                   expected_source=old, new_source=new, in_request=in_request())
     except NoFrontend:
         how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
         return ToolOutput(
@@ -126,6 +135,8 @@ async def propose_change(
     except TimeoutError:
         return ToolOutput(text=f"The user did not decide on the change to cell {cell_id} in time; it was not applied.",
                           display=_display(diff))
+    finally:
+        waiting_on(None)
     status = str(reply.get("status"))
     if status == "accepted_and_run" and not reply.get("queued"):
         ledger.sources[cell_id] = new

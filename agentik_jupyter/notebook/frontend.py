@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 REQUEST_TARGET = "agentik.notebook"
 REPLY_TARGET = "agentik.notebook.reply"
@@ -52,8 +52,9 @@ class FrontendNotebook:
     def known_missing(self) -> bool:
         return time.monotonic() < self._missing_until
 
-    async def ask(self, action: str, decision_timeout: float | None = None, **data: Any) -> dict[str, Any]:
-        """Send a request; the extension's final `result` reply (after `shown`, if any).
+    async def ask(self, action: str, decision_timeout: float | None = None,
+                  on_shown: Callable[[dict[str, Any]], None] | None = None, **data: Any) -> dict[str, Any]:
+        """Send a request; the extension's final `result` reply (after `shown`, if any, given to `on_shown`).
 
         Raises NoFrontend when nothing answers in time, and TimeoutError when a shown
         proposal is not decided within `decision_timeout` seconds.
@@ -80,6 +81,8 @@ class FrontendNotebook:
             self._missing_until = 0.0
             if first.get("phase") != "shown":
                 return first
+            if on_shown is not None:
+                on_shown(first)
             reply = await self._next(pending, decision_timeout, allow_close=True)
             if reply is None:
                 raise TimeoutError("the proposal was not decided in time")

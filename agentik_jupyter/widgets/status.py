@@ -10,6 +10,7 @@ from ipywidgets import HTML, Button, HBox, Layout
 
 from ..kernel.mainloop import main_thread_callback
 from ..orchestrator import AWAITING_APPROVAL
+from ..tool_status import split as split_label
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
 from .markdown import escape
@@ -120,8 +121,11 @@ class StatusLine:
         state = self._store.get()
         if state.status == "processing":
             tool = state.active_tool or ""
+            name, where = split_label(tool)
             if tool.endswith(AWAITING_APPROVAL):
                 doing = f"◷ Waiting for your approval to run {tool[: -len(AWAITING_APPROVAL)]}…"
+            elif where is not None:
+                doing = f"◷ {name}: waiting for your answer on {where}…"
             else:
                 doing = f"⚙ Running {tool}…" if tool else "⚙ Running a tool…"
         elif state.status == "responding":

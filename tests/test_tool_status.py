@@ -1,0 +1,50 @@
+"""A tool waiting for the user says so on the status line, and where: "Running edit_cell… 18 s"
+gave no hint that the turn waited for an answer on a diff on another cell.
+
+The orchestrator runs a real tool that reports where it waits (as edit_cell does once its diff
+is shown); the turn's status line reads it while the tool waits, and the plain "Running" line
+comes back once the user answered. The browser side (the diff's real `shown` reply) is in
+tests/test_browser_look.py.
+"""
+
+from __future__ import annotations
+
+from agentik_jupyter.orchestrator import Orchestrator
+from agentik_jupyter.registry import ToolRegistry, tool
+from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tool_status import label, split, waiting_on
+from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.widgets.status import StatusLine
+
+
+def test_label_and_split_round_trip_even_with_parentheses() -> None:
+    assert split(label("edit_cell", "the diff on cell 3 (In [7])")) == ("edit_cell", "the diff on cell 3 (In [7])")
+    assert split(label("run_code", None)) == ("run_code", None)
+    assert split("my_tool (not a note") == ("my_tool (not a note", None)
+
+
+async def test_the_status_line_says_where_a_waiting_tool_needs_the_user() -> None:
+    seen: dict[str, str] = {}
+    registry, agent = ToolRegistry(), AgentStore()
+    line = StatusLine(agent, clock=lambda: 5.0)
+    line.begin(at=1.0)
+
+    @tool(registry=registry, policy="auto")
+    async def propose() -> str:
+        """Show a proposal and wait for the user (as edit_cell does)."""
+        seen["running"] = line.text()
+        waiting_on("the diff on cell 3 (In [7])")
+        seen["waiting"] = line.text()
+        waiting_on(None)
+        seen["answered"] = line.text()
+        return "accepted"
+
+    orchestrator = Orchestrator(ScriptedTransport([Step.call("propose"), Step.say("Done.")]), registry,
+                                ChatStore(), agent)
+    await orchestrator.run([ChatMessage(role="user", content="Change the cell.")])
+    assert seen["running"].startswith("⚙ Running propose…"), seen
+    assert seen["waiting"].startswith("◷ propose: waiting for your answer on the diff on cell 3 (In [7])…"), seen
+    assert seen["answered"].startswith("⚙ Running propose…"), seen
+    waiting_on("nowhere")  # no turn listens (outside a tool call): nothing happens, nothing raises
+    assert not line.text().startswith("◷ propose")
