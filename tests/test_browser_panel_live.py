@@ -278,8 +278,6 @@ def test_7_a_first_reply_in_a_fresh_panel_stays_on_screen(lab: Lab) -> None:
     lab.shot("panel_live_fresh_reply.png")
 
 
-@pytest.mark.xfail(strict=True, reason="needs KernelAgent.session_for to go back to the saved Session object "
-                                       "after a --temp turn (kernel/agent.py, see the #22 panel report)")
 def test_8_a_temporary_cell_does_not_cut_the_panel_off(lab: Lab) -> None:
     lab.srv.push(Reply.text("Off the record. END-TEMP"), Reply.text(AFTER_TEMP_ANSWER))
     run_cell(lab, CELL_TEMP)

@@ -205,8 +205,6 @@ def test_a_stopped_cell_turn_is_marked_live_and_after_a_resume(tmp_path: Path) -
             kernel.close()
 
 
-@pytest.mark.xfail(strict=True, reason="needs KernelAgent.session_for to go back to the saved Session object "
-                                       "after a --temp turn (kernel/agent.py, see the #22 panel report)")
 def test_a_temporary_cell_does_not_cut_the_panel_off_its_session(tmp_path: Path) -> None:
     """The quickstart's order: `%agent panel`, a `--temp` cell, then more cells of the session."""
     db_path = tmp_path / "temp.agentik.db"

@@ -44,6 +44,7 @@ class KernelAgent:
         self.gate = ApprovalGate(present=self._present_approval, scope=self._conversation_scope)
         self.mcp: Any = None
         self._needs_resume = False
+        self._saved: Session | None = None  # the saved session while `--temp` turns run
         loop = mainloop.capture()
         if loop is not None:
             interrupt.install(getattr(shell, "kernel", None), self._running_turn, self._mark_interrupted, self.interrupt, loop)
@@ -82,11 +83,16 @@ class KernelAgent:
         """The Session object the next turn goes to (its DB is attached in `prepare`)."""
         if temporary:
             if self.session is None or not self.session.temporary or new:
+                if self.session is not None and not self.session.temporary:
+                    self._saved = self.session  # the panel and later cells keep this one, not a copy
                 self.session = self._make_session(temporary=True)
             return self.session
         if self.session is None or self.session.temporary:
-            self.session = self._make_session()
-            self._needs_resume = True
+            if self._saved is not None:
+                self.session, self._saved = self._saved, None
+            else:
+                self.session = self._make_session()
+                self._needs_resume = True
         return self.session
 
     async def prepare(
