@@ -16,11 +16,12 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
-from .test_browser import Lab, browser_lab, lab_server, wait_until, write_code_cells
+from .test_browser import Lab, browser_lab, lab_server, write_code_cells
+from .test_browser_sidebar import rows, run_cell, sidebar
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -83,28 +84,6 @@ def trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trust]:
     with FakeLLMServer() as srv, lab_server(root, home, srv, artifact="jupyterlab_sidebar_trust") as server, \
             browser_lab(srv, server, artifact="jupyterlab_sidebar_trust", height=1000, levels=("error",)) as lab:
         yield Trust(lab, tmp, marker, good)
-
-
-def run_cell(lab: Lab, index: int) -> None:
-    prompt = lab.cell(index).locator(".jp-InputArea-prompt")
-    before = lab.text(prompt)
-    for attempt in range(3):
-        prompt.click()
-        lab.page.keyboard.press("Shift+Enter")
-        try:
-            wait_until(lambda: lab.text(prompt) not in (before, "[ ]:", "[*]:"), 20, f"cell {index} to run")
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
-
-
-def sidebar(lab: Lab) -> Any:
-    return lab.page.locator(".jp-AgentikSidebar")
-
-
-def rows(lab: Lab) -> Any:
-    return sidebar(lab).locator("li.agentik-session-row")
 
 
 def note(lab: Lab) -> str:
