@@ -29,9 +29,13 @@ from .status import StatusLine
 from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
 
-__all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT"]
+__all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT", "PLACE_TEXT"]
 
 VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
+"""The text form of a background cell's view: under nbclient it is the cell's only saved output."""
+PLACE_TEXT = "Agent turn"
+"""The text form of a `--wait` cell's view place: its transcript follows it in the cell, so it
+promises nothing (it is what nbval compares and what a notebook viewer shows above the transcript)."""
 LIVE_AFTER_S = 0.1
 """A view shown by `show` builds its widgets only if its turn still runs this long after its
 answer was requested, or `FIRST_WORDS_S` after its first words (or at once when something
@@ -118,6 +122,7 @@ class TurnView:
         self.errors: list[str] = []
         self.widget: Box | None = None
         self._place: Any = None  # where `show` put the view (a display handle)
+        self._text = PLACE_TEXT if show is not None else VIEW_TEXT
         waiting = bool(session.busy or getattr(session, "queued", 0))
         if show is None or waiting:
             self.build()
@@ -131,7 +136,7 @@ class TurnView:
 
     def _bundle(self, widget: Widget, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(widget._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = VIEW_TEXT
+        bundle["text/plain"] = self._text
         return bundle
 
     def build(self) -> None:
