@@ -55,3 +55,17 @@ def test_every_status_line_is_drawn_with_text_glyphs() -> None:
     assert all(seen), seen
     for text in seen:
         assert emoji(text) == [] and not [c for c in text if ord(c) in NO_TEXT_FONT], text
+
+
+def test_no_widget_or_extension_source_draws_an_emoji() -> None:
+    """Every string the widgets and the lab extension show comes from these files: none may need an emoji font."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [*sorted((root / "agentik_jupyter" / "widgets").glob("*.py")),
+               *sorted((root / "labextension" / "src").glob("*.ts"))]
+    assert len(sources) > 20
+    found = [(path.name, number, "".join(emoji(line)))
+             for path in sources for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if emoji(line) or [c for c in line if ord(c) in NO_TEXT_FONT]]
+    assert found == [], found

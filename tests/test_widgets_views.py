@@ -248,7 +248,7 @@ async def test_reasoning_streams_into_a_collapsed_thinking_section() -> None:
     body.handle(AppendText(text="The answer."))
     body.finish()
     sections = [w for w in body.widget.children if isinstance(w, Accordion)]
-    assert len(sections) == 1 and sections[0].selected_index is None and sections[0].get_title(0) == "💭 Thinking"
+    assert len(sections) == 1 and sections[0].selected_index is None and sections[0].get_title(0) == "Thinking"
     assert body.reasoning[0].text == "Let me think <b>hard</b>." and body.text == "The answer."
     assert "<b>hard</b>" not in html_of(sections[0]) and "&lt;b&gt;hard&lt;/b&gt;" in html_of(sections[0])
 

@@ -129,7 +129,7 @@ class TurnBody:
         if self._thinking is None:
             self._thinking = StreamBuffer(clock=self.clock)
             self.reasoning.append(self._thinking)
-            section = Accordion(children=(self._thinking.widget,), selected_index=None, titles=("💭 Thinking",))
+            section = Accordion(children=(self._thinking.widget,), selected_index=None, titles=("Thinking",))
             self.add(section)
         return self._thinking
 

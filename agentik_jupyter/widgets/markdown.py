@@ -34,7 +34,7 @@ def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: Any, e
     alt = escape(token.content or src)
     if not is_safe_url(src):
         return alt
-    return f'<a href="{escape(src)}" target="_blank" rel="noopener noreferrer nofollow">🖼 {alt}</a>'
+    return f'<a href="{escape(src)}" target="_blank" rel="noopener noreferrer nofollow">Image: {alt}</a>'
 
 
 def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:

@@ -60,7 +60,7 @@ function imagesAsLinks(html: string): string {
     if (!SAFE_LINK.test(src)) {
       return alt;
     }
-    return `<a href="${src}" target="_blank" rel="noopener noreferrer nofollow">🖼 ${alt}</a>`;
+    return `<a href="${src}" target="_blank" rel="noopener noreferrer nofollow">Image: ${alt}</a>`;
   });
 }
 
