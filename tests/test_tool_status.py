@@ -48,3 +48,21 @@ async def test_the_status_line_says_where_a_waiting_tool_needs_the_user() -> Non
     assert seen["answered"].startswith("⚙ Running propose…"), seen
     waiting_on("nowhere")  # no turn listens (outside a tool call): nothing happens, nothing raises
     assert not line.text().startswith("◷ propose")
+
+
+def test_a_queued_turn_says_what_the_turn_ahead_waits_for() -> None:
+    """Run All held at "Queued (1 ahead)" by an approval far up the page: the line says so."""
+    from agentik_jupyter.orchestrator import AWAITING_APPROVAL
+
+    agent = AgentStore()
+    line = StatusLine(agent, clock=lambda: 5.0)
+    line.waiting(ahead=1)
+    assert line.text() == "◷ Queued (1 ahead)"
+    agent.set(status="processing", active_tool="run_code" + AWAITING_APPROVAL)
+    expected = "◷ Queued (1 ahead): the turn ahead waits for your approval to run run_code, in its cell above"
+    assert line.text() == expected
+    assert expected in line.widget.value  # shown at once, not at the next tick
+    agent.set(status="processing", active_tool=label("edit_cell", "the diff on cell 2"))
+    assert line.text() == "◷ Queued (1 ahead): the turn ahead waits for your answer on the diff on cell 2"
+    agent.set(status="processing", active_tool="run_code")
+    assert line.text() == "◷ Queued (1 ahead)"

@@ -113,7 +113,9 @@ class StatusLine:
         if self._started is None:
             if not self._waiting:
                 return ""
-            return f"◷ Queued ({self._ahead} ahead)" if self._ahead else "Waiting for the previous turn…"
+            queued = f"◷ Queued ({self._ahead} ahead)" if self._ahead else "◷ Waiting for the previous turn…"
+            blocker = self._blocker()
+            return f"{queued}: {blocker}" if blocker else queued
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:
             parts = [ending_text(self._reason or "complete", self._failed_tools), elapsed, usage_text(self._usage)]
@@ -140,10 +142,21 @@ class StatusLine:
         self._cancel()
         self._unsubscribe()
 
+    def _blocker(self) -> str | None:
+        """What holds the queue when the running turn waits for the user (Run All stalls on it)."""
+        state = self._store.get()
+        tool = state.active_tool or ""
+        if state.status != "processing" or not tool:
+            return None
+        if tool.endswith(AWAITING_APPROVAL):
+            return f"the turn ahead waits for your approval to run {tool[: -len(AWAITING_APPROVAL)]}, in its cell above"
+        _, where = split_label(tool)
+        return f"the turn ahead waits for your answer on {where}" if where is not None else None
+
     def _on_state(self, state: AgentState) -> None:
         # Only what the agent is doing changes the line here; the elapsed time moves on the tick.
         doing = (state.status, state.active_tool)
-        if self.active and doing != self._doing:
+        if (self.active or self.queued) and doing != self._doing:  # queued: what the turn ahead waits for
             self._doing = doing
             self._render_soon()
 
