@@ -59,6 +59,8 @@ MAX_RESULT_CHARS = 20_000
 MAX_ITERATIONS_MESSAGE = "Reached maximum iteration limit"
 INTERRUPTED = "interrupted"
 AWAITING_APPROVAL = " (awaiting approval)"
+DENIED = "The user did not approve"
+"""How the error of a call the user denied begins: a choice, not a failure (widgets/status.py)."""
 
 Approver = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
 EventListener = Callable[[Event], None]
@@ -298,7 +300,7 @@ class Orchestrator:
                 return ToolResult(
                     tool_call_id=call.id,
                     name=call.name,
-                    error=f"The user did not approve running '{call.name}'. Do not retry it; "
+                    error=f"{DENIED} running '{call.name}'. Do not retry it; "
                     "answer without it or ask the user.",
                 )
         args = coerce_arguments(call.args, definition.parameters)

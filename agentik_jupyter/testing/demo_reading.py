@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..notebook.attachments import shown_text
+from ..orchestrator import DENIED as DENIED_PREFIX
 from .replies import RecordedRequest
 
 _VARIABLE = re.compile(r"^- (\w+): ([\w.]+)(?: (.*))?$", re.M)
-DENIED = "Error: The user did not approve"
+DENIED = f"Error: {DENIED_PREFIX}"  # how a denied call reads in the tool result the model gets
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Callable
 from ipywidgets import HTML, Button, HBox, Layout
 
 from ..kernel.mainloop import main_thread_callback
-from ..orchestrator import AWAITING_APPROVAL
+from ..orchestrator import AWAITING_APPROVAL, DENIED
 from ..tool_status import split as split_label
 from ..store import AgentState, AgentStore, ChatState, ChatStore
 from ..types import EndReason, Usage
@@ -26,10 +26,6 @@ ENDINGS: dict[str, str] = {
     "interrupted": "■ Stopped",
     "error": "⚠ Failed",
 }
-
-
-DENIED = "The user did not approve"
-"""How the error of a call the user denied begins (orchestrator.py): a choice, not a failure."""
 
 
 def is_failure(error: str | None) -> bool:
