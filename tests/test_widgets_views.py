@@ -283,3 +283,15 @@ async def test_a_turn_that_starts_at_once_never_says_it_waits() -> None:
     view.track(s.start_turn("hi"))
     await view.task
     assert not any("previous turn" in v or "Queued" in v for v in values), values
+
+
+async def test_panel_and_live_view_status_say_a_tool_failed_not_done() -> None:
+    """The panel's line agrees with the transcript: a turn that answered after a failed call is not "✓ Done"."""
+    s = session([Step.call("boom"), Step.say("I could not compute it."), Step.call("frame"), Step.say("Here.")])
+    panel = ChatPanel(s)
+    view = TurnView(s, "compute")
+    await s.start_turn("compute")
+    assert panel.status.text().startswith("⚠ Finished with 1 failed tool call"), panel.status.text()
+    assert view.status.text().startswith("⚠ Finished with 1 failed tool call"), view.status.text()
+    await panel.send("again")
+    assert panel.status.text().startswith("✓ Done"), panel.status.text()

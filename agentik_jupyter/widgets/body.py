@@ -24,6 +24,7 @@ from ..types import (
 from .cards import ToolCard
 from .markdown import escape
 from .shared import box, html
+from .status import is_failure
 from .stream import StreamBuffer
 
 
@@ -97,6 +98,11 @@ class TurnBody:
         self._settle()
         self.errors.append(message)
         self.add(html(error_html(message)))
+
+    @property
+    def failed_tools(self) -> int:
+        """Tool calls of this turn that failed (a denied call did not): its status line says so."""
+        return sum(1 for card in self.cards.values() if card.result is not None and is_failure(card.result.error))
 
     def add(self, widget: Widget) -> None:
         self.items.append(widget)

@@ -259,12 +259,13 @@ class ChatPanel:
         if self._body is not None:
             self._body.handle(event)
         if isinstance(event, End):
+            failed = self._body.failed_tools if self._body is not None else 0
             if self._body is not None:
                 if event.reason == "interrupted":
                     # the status line moves on with the next turn; this mark stays with the cut-off answer
                     self._body.add(HTML(value=STOPPED_HTML))
                 self._body.finish()
                 self._body = None
-            self.status.end(event.reason, event.usage)
+            self.status.end(event.reason, event.usage, failed_tools=failed)
             self.stop_button.disabled = True
             self.title.value = self._title_html()

@@ -319,7 +319,7 @@ class TurnView:
         elapsed: float | None = None
         if self._built:
             self.body.finish(exact=False)  # the transcript shows the exact text; no re-render here
-            self.status.end(reason, usage)
+            self.status.end(reason, usage, failed_tools=self.body.failed_tools)
             self.status.close()
             elapsed = self.status.elapsed_s
         elif self._started_at is not None:
