@@ -22,7 +22,7 @@ from .pairing import check_turn, complete_pairs
 from .paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db
 from .reader import MAX_PAGE_SIZE, PAGE_SIZE, SessionReader
 from .schema import CURRENT_VERSION
-from .sqlite_session import INTERRUPTED_CODE, SessionDB, default_title
+from .sqlite_session import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, SessionDB, default_title
 
 __all__ = [
     "AsyncSessionDB",
@@ -37,6 +37,7 @@ __all__ = [
     "DB_PATH_ENV",
     "DatabaseBusyError",
     "INTERRUPTED_CODE",
+    "INTERRUPTED_MESSAGE",
     "MAX_PAGE_SIZE",
     "NotASessionDBError",
     "PAGE_SIZE",

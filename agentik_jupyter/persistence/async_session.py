@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from ..types import ChatMessage, PersistedMessage, UserMessage
 from .models import AuditPage, AuditRef, ConversationInfo
-from .sqlite_session import SessionDB
+from .sqlite_session import INTERRUPTED_MESSAGE, SessionDB
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -217,7 +217,7 @@ class AsyncSessionDB:
         conversation_id: str,
         turn_id: str,
         working: Sequence[ChatMessage],
-        message: str = "Interrupted by the user",
+        message: str = INTERRUPTED_MESSAGE,
     ) -> AuditRef:
         return await self._call(self.db.interrupt_turn, conversation_id, turn_id, list(working), message)
 

@@ -20,13 +20,12 @@ from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersion
 from .models import AuditEntry, AuditPage, ConversationInfo
 from .pages import read_page
 from .readonly import exists_with_data, read_only
-from .schema import CONVERSATION_SELECT, CURRENT_VERSION
+from .schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
 EVENTS_PER_READ = 200
 CHANGE_LOG_VERSION = 3
-LISTED = " WHERE c.is_temporal = 0 AND " + valid_id_sql("c.id")
 """The sessions a reader lists: saved ones whose id is a session id (ids.py); others are hidden."""
 
 _RECORD = TypeAdapter(PersistedMessage)
@@ -81,7 +80,7 @@ class SessionReader:
 
         def body(conn: sqlite3.Connection, version: int) -> tuple[list[ConversationInfo], int]:
             rows = conn.execute(
-                CONVERSATION_SELECT + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
+                CONVERSATION_SELECT + " WHERE " + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
             return [_info(r) for r in rows if is_session_id(r[0])], _position(conn, version)
@@ -89,7 +88,7 @@ class SessionReader:
         return self._read(body, ([], 0))
 
     def count_conversations(self) -> int:
-        return self._read(lambda conn, _v: conn.execute("SELECT count(*) FROM conversation c" + LISTED).fetchone()[0], 0)
+        return self._read(lambda conn, _v: conn.execute("SELECT count(*) FROM conversation c WHERE " + LISTED).fetchone()[0], 0)
 
     def count_hidden(self) -> int:
         """Saved sessions not listed because their id is not a session id (a crafted file)."""

@@ -23,6 +23,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ids import valid_id_sql
 from .errors import NotASessionDBError, SchemaVersionError
 from .readonly import exists_with_data, read_only
 
@@ -184,3 +185,6 @@ CONVERSATION_SELECT = """
 """
 """A conversation row as ConversationInfo reads it (message_count counts user and assistant rows);
 the kernels' SessionDB and the server's read-only SessionReader append their WHERE clauses."""
+LISTED = "c.is_temporal = 0 AND " + valid_id_sql("c.id")
+"""Sessions listed and resumed, by the kernel and the server alike: saved ones whose id is a
+session id (ids.py); a crafted file's other rows are never offered."""

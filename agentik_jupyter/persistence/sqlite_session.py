@@ -42,16 +42,14 @@ from .errors import (
 from .models import AuditPage, AuditRef, ConversationInfo
 from .pages import read_page
 from .pairing import check_turn, complete_pairs
-from .schema import CONVERSATION_SELECT, check_version, migrate
+from .schema import CONVERSATION_SELECT, LISTED, check_version, migrate
 from .working import insert_working, is_committed
 
 T = TypeVar("T")
 
 INTERRUPTED_CODE = "interrupted"
+INTERRUPTED_MESSAGE = "Interrupted by the user"
 TITLE_MAX_CHARS = 60
-LISTED = "c.is_temporal = 0 AND " + valid_id_sql("c.id")
-"""Sessions listed and resumed: saved ones whose id is a session id (ids.py); a crafted file's
-other rows are never offered, and ``_conversation_row`` treats their ids as absent."""
 
 
 def default_title(text: str, limit: int = TITLE_MAX_CHARS) -> str | None:
@@ -322,7 +320,7 @@ class SessionDB:
         conversation_id: str,
         turn_id: str,
         working: Sequence[ChatMessage],
-        message: str = "Interrupted by the user",
+        message: str = INTERRUPTED_MESSAGE,
     ) -> AuditRef:
         """Close a stopped turn in one transaction: its complete pairs to working memory and
         an error row with code "interrupted" to the audit log.

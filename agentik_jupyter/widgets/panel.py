@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
 from ..notebook.attachments import shown_text
+from ..persistence import INTERRUPTED_MESSAGE
 from ..security.scrub import scrub
 from ..store import ChatState
 from ..types import ChatMessage, End, Event, StartResponse, ToolCall
@@ -43,7 +44,6 @@ def user_html(text: str) -> str:
 STOPPED_HTML = '<div class="agentik-stopped" style="color:#666">■ Stopped: the answer above is incomplete.</div>'
 EMPTY_HTML = ('<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
               '<code>%%agent</code> cell: this session\'s cell turns show here too.</em></div>')
-INTERRUPTED_ERROR = "Interrupted by the user"
 """The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
 a resumed transcript shows it as the same mark the live turn got, not as a failure."""
 
@@ -214,7 +214,7 @@ class ChatPanel:
         if m.role == "user":
             out.append(HTML(value=user_html(m.content)))
         elif m.role == "assistant":
-            if m.error == INTERRUPTED_ERROR:
+            if m.error == INTERRUPTED_MESSAGE:
                 out.append(HTML(value=STOPPED_HTML))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
