@@ -113,7 +113,7 @@ def _head(text: str) -> str:
     return f"{shown}… [{len(text) - len(shown):,} more characters in the {where}]"
 
 
-def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None) -> str:
+def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None, failed: int) -> str:
     lines: list[str] = []
     for e in entries:
         if e["role"] == "user":
@@ -128,7 +128,7 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
                 f"error: {result.error}" if result.error is not None else str(result.result or ""))
             short, cut = truncate(outcome, PLAIN_RESULT_LIMIT)
             lines.append(f"[tool] {call.name} -> {short}{'…' if cut else ''}")
-    footer = " · ".join(p for p in (ending_text(status, failed_tools(entries)), usage_text(usage)) if p)
+    footer = " · ".join(p for p in (ending_text(status, failed), usage_text(usage)) if p)
     if footer:
         lines.append(f"[{footer}]")
     return "\n".join(lines)
@@ -232,7 +232,7 @@ def transcript_bundle(
         payload["failed_tools"] = failed
     markup = _html(entries, payload)
     return {
-        "text/plain": _plain(entries, status, usage),
+        "text/plain": _plain(entries, status, usage, failed),
         "text/html": markup,
         TRANSCRIPT_MIME: {**payload, "entries": _json_entries(entries)},
     }
