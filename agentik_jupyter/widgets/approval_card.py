@@ -16,7 +16,7 @@ from ipywidgets import HBox, VBox
 
 from ..kernel.mainloop import main_thread_callback
 from ..security import invisible
-from .shared import box, button, html, layout
+from .shared import ACCEPT_CLASSES, PLAIN_CLASSES, REJECT_CLASSES, box, button, html, layout
 from .markdown import escape
 from .protocol import ApprovalRequestLike
 
@@ -112,9 +112,6 @@ def decision_text(request: ApprovalRequestLike) -> str:
     return text
 
 
-ACCEPT_CLASSES = ("agentik-button", "agentik-button-accept")
-REJECT_CLASSES = ("agentik-button", "agentik-button-reject")
-PLAIN_CLASSES = ("agentik-button",)
 
 
 class ApprovalCard:

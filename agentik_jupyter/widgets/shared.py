@@ -62,6 +62,12 @@ def html(value: str = "", layout_name: str = "plain") -> HTML:
     return HTML(value=value, layout=layout(layout_name), style=html_style())
 
 
+ACCEPT_CLASSES = ("agentik-button", "agentik-button-accept")
+REJECT_CLASSES = ("agentik-button", "agentik-button-reject")
+PLAIN_CLASSES = ("agentik-button",)
+"""JupyterLab's accept / reject / plain look for the cards' buttons (labextension/style/index.css)."""
+
+
 def button(description: str, layout_name: str = "plain", **traits: Any) -> Button:
     """A Button on a shared layout and style: one comm_open."""
     return Button(description=description, layout=layout(layout_name), style=button_style(), **traits)

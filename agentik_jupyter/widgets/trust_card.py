@@ -19,7 +19,7 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
 from ..kernel.mainloop import main_thread_callback, run_on_main
-from .approval_card import ACCEPT_CLASSES, PLAIN_CLASSES
+from .shared import ACCEPT_CLASSES, PLAIN_CLASSES
 from .markdown import escape
 
 log = logging.getLogger(__name__)
