@@ -123,11 +123,10 @@ def parse_request(body: bytes | str | dict[str, Any], environ: Mapping[str, str]
     """Validate a request body; invalid input is a 400 that says what is wrong.
 
     A ``model`` outside AGENTIK_ALLOWED_MODELS (when set) is a 400 too: the route spends the
-    server's key, so its operator decides which models a client may ask for.
+    server's key, so its operator decides which models a client may ask for. Bytes and text are
+    parsed (and depth-checked) here; a dict is taken as `load_body` already parsed it.
     """
     data = load_body(body) if isinstance(body, (bytes, str)) else body
-    if not json_depth_ok(data):
-        raise _too_deep()
     try:
         request = ChatRequest.model_validate(data)
     except RecursionError:

@@ -14,7 +14,7 @@ from tornado.iostream import StreamClosedError
 from ..chat import ChatRouteError, error_body, handle, load_body
 from .base import AgentikHandler
 from .limits import max_body_bytes, too_large_body
-from .sse import EVENT_STREAM, chat_events, encode, normalise_body, parse, wants_event_stream
+from .sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
 
 
 @tornado.web.stream_request_body
@@ -57,11 +57,10 @@ class ChatHandler(AgentikHandler):
         raw = b"".join(self._chunks)
         self._chunks = []
         try:
-            load_body(raw)  # a clear 400 for nesting before anything else parses it
+            body = normalise(load_body(raw))  # parsed and depth-checked once, here
         except ChatRouteError as exc:
             self._reply(exc.status, exc.body)
             return
-        body = normalise_body(raw)
         if wants_event_stream(self.request.headers.get("Accept")):
             await self._stream(body)
             return

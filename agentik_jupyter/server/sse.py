@@ -34,15 +34,11 @@ def encode(event_id: int, kind: str, data: Mapping[str, Any]) -> bytes:
     return f"id: {event_id}\nevent: {kind}\ndata: {payload}\n\n".encode()
 
 
-def normalise_body(raw: bytes) -> Any:
-    """The request body with the spec's ``toolCalls`` accepted for ``tool_calls`` in messages.
+def normalise(data: Any) -> Any:
+    """The parsed request body with the spec's ``toolCalls`` accepted for ``tool_calls`` in messages.
 
-    Unparseable JSON is handed on as bytes, so the route answers its usual 400.
+    It takes JSON `load_body` already parsed (and depth-checked): the route reads its bytes once.
     """
-    try:
-        data = json.loads(raw or b"null")
-    except ValueError:
-        return raw
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         for message in data["messages"]:
             if isinstance(message, dict) and "toolCalls" in message and "tool_calls" not in message:
