@@ -281,10 +281,14 @@ class Session:
 
     def new_conversation(self) -> None:
         """The next turn starts a fresh conversation (created in the DB lazily)."""
+        self._forget_conversation()
+        self.agent_store.reset()
+
+    def _forget_conversation(self) -> None:
+        """Drop the current conversation and its transcript; the next one is created when a turn begins."""
         self.conversation_id, self.title, self.older_before = None, None, None
         self._working = []
         self.chat_store.clear_messages()
-        self.agent_store.reset()
 
     async def fail_turn(self, message: str, code: str | None = None) -> None:
         """The one way a turn fails: error row in the audit log, then store error and Error event."""
@@ -380,28 +384,24 @@ class Session:
             history = [m for turn in self._working[first_turn_to_keep(costs, budget):] for m in turn]
             self._working.append([user_msg])
             return history
-        if self.conversation_id is None:
-            info = await self.db.create_conversation()
-            self.conversation_id = info.id
-        try:
-            history, self._turn_id = await self.db.begin_turn_after_history(self.conversation_id, user, budget)
-        except ConversationNotFoundError as exc:
-            if exc.conversation_id != self.conversation_id:
-                raise
-            history = await self._replace_deleted(self.db, user, budget)
+        history = await self._begin_saved(self.db, user, budget)
         if self.title is None:
             self.title = (await self.db.get_conversation(self.conversation_id)).title
         return history
 
-    async def _replace_deleted(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:
-        """The conversation was deleted from outside (the sidebar, another kernel): this turn starts
-        a new one (`_run` says so). The deleted session's transcript goes, as in `new_conversation`."""
-        self.conversation_id, self.title, self.older_before = None, None, None
-        self._working = []
-        self.chat_store.clear_messages()
-        info = await db.create_conversation()
-        self.conversation_id = info.id
-        history, self._turn_id = await db.begin_turn_after_history(info.id, user, budget)
+    async def _begin_saved(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:
+        """Begin the turn in the current conversation, or in a new one if there is none or it was
+        deleted from outside (the sidebar, another kernel: `_run` says so; its transcript goes)."""
+        if self.conversation_id is not None:
+            try:
+                history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
+                return history
+            except ConversationNotFoundError as exc:
+                if exc.conversation_id != self.conversation_id:
+                    raise
+                self._forget_conversation()
+        self.conversation_id = (await db.create_conversation()).id
+        history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
         return history
 
     def _history_budget(self, model: str | None) -> int:
