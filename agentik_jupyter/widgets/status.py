@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from ipywidgets import HTML, Button, HBox, Layout
@@ -45,6 +46,47 @@ def usage_text(usage: Usage | None) -> str:
     if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
         return ""
     return f"{usage.input_tokens or 0:,} tokens in, {usage.output_tokens or 0:,} out"
+
+
+@dataclass(frozen=True)
+class ToolWait:
+    """The running tool, decoded once from `AgentState.active_tool` (its name with the
+    orchestrator's AWAITING_APPROVAL suffix, or a tool_status label saying where it waits)."""
+
+    tool: str
+    approval: bool = False
+    """It waits for the user's approval to run."""
+    where: str | None = None
+    """Where it waits for the user's answer (edit_cell: the diff on a cell), if it does."""
+
+    @property
+    def waits_for_user(self) -> bool:
+        return self.approval or self.where is not None
+
+
+def running_tool(state: AgentState) -> ToolWait | None:
+    """The tool the agent runs now (None when it runs none)."""
+    tool = state.active_tool or ""
+    if state.status != "processing" or not tool:
+        return None
+    if tool.endswith(AWAITING_APPROVAL):
+        return ToolWait(tool[: -len(AWAITING_APPROVAL)], approval=True)
+    name, where = split_label(tool)
+    return ToolWait(name, where=where)
+
+
+GOTO_LABELS = {"approval": "Go to the approval", "answer": "Show it"}
+GOTO_CLASS = "agentik-goto"
+"""The control that takes the user to what the agent waits for: the lab extension
+(labextension/src/goto.ts) shows it and acts on its click. Hidden without the extension, where
+nothing would act on it (the line says where in words)."""
+
+
+def goto_html(kind: str) -> str:
+    """The go-to control for `kind` ("approval": an approval or trust card; "answer": a diff on a cell)."""
+    return (f' <button type="button" class="{GOTO_CLASS} jp-Button jp-mod-styled jp-mod-minimal" data-agentik-goto="{kind}"'
+            f' title="Scroll to it and put the keyboard on its first button" style="display:none">'
+            f"{GOTO_LABELS[kind]}</button>")
 
 
 class StatusLine:
@@ -106,48 +148,46 @@ class StatusLine:
 
     def text(self) -> str:
         """The line as plain text (what the widget shows)."""
+        return self._line()[0]
+
+    def _line(self) -> tuple[str, ToolWait | None]:
+        """The line's text, and what the agent waits for the user to answer (None: nothing)."""
+        wait = running_tool(self._store.get())
+        waits = wait if wait is not None and wait.waits_for_user else None
         if self._started is None:
             if not self._waiting:
-                return ""
+                return "", None
             queued = f"◷ Queued ({self._ahead} ahead)" if self._ahead else "◷ Waiting for the previous turn…"
-            blocker = self._blocker()
-            return f"{queued}: {blocker}" if blocker else queued
+            if waits is None:
+                return queued, None
+            blocker = (f"the turn ahead waits for your approval to run {waits.tool}, in its cell above" if waits.approval
+                       else f"the turn ahead waits for your answer on {waits.where}")
+            return f"{queued}: {blocker}", waits
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:
             parts = [ending_text(self._reason or "complete", self._failed_tools), elapsed, usage_text(self._usage)]
-            return " · ".join(p for p in parts if p)
-        state = self._store.get()
-        if state.status == "processing":
-            tool = state.active_tool or ""
-            name, where = split_label(tool)
-            if tool.endswith(AWAITING_APPROVAL):
-                doing = f"◷ Waiting for your approval to run {tool[: -len(AWAITING_APPROVAL)]}…"
-            elif where is not None:
-                doing = f"◷ {name}: waiting for your answer on {where}…"
+            return " · ".join(p for p in parts if p), None
+        status = self._store.get().status
+        if status == "processing":
+            if wait is None:
+                doing = "⚙ Running a tool…"
+            elif wait.approval:
+                doing = f"◷ Waiting for your approval to run {wait.tool}…"
+            elif wait.where is not None:
+                doing = f"◷ {wait.tool}: waiting for your answer on {wait.where}…"
             else:
-                doing = f"⚙ Running {tool}…" if tool else "⚙ Running a tool…"
-        elif state.status == "responding":
+                doing = f"⚙ Running {wait.tool}…"
+        elif status == "responding":
             doing = "✎ Responding…"
-        elif state.status == "error":
+        elif status == "error":
             doing = "⚠ Error"
         else:
             doing = "◷ Sending…"
-        return f"{doing} {elapsed}"
+        return f"{doing} {elapsed}", waits
 
     def close(self) -> None:
         self._cancel()
         self._unsubscribe()
-
-    def _blocker(self) -> str | None:
-        """What holds the queue when the running turn waits for the user (Run All stalls on it)."""
-        state = self._store.get()
-        tool = state.active_tool or ""
-        if state.status != "processing" or not tool:
-            return None
-        if tool.endswith(AWAITING_APPROVAL):
-            return f"the turn ahead waits for your approval to run {tool[: -len(AWAITING_APPROVAL)]}, in its cell above"
-        _, where = split_label(tool)
-        return f"the turn ahead waits for your answer on {where}" if where is not None else None
 
     def _on_state(self, state: AgentState) -> None:
         # Only what the agent is doing changes the line here; the elapsed time moves on the tick.
@@ -172,12 +212,15 @@ class StatusLine:
 
     def _render_due(self) -> None:
         self._pending = None
-        if self.active:
+        if self.active or self.queued:  # queued: what the turn ahead waits for came within the interval
             self._render()
 
     def _render(self) -> None:
         self._rendered_at = time.monotonic()
-        value = f'<span class="agentik-status">{escape(self.text())}</span>'
+        text, waits = self._line()
+        value = f'<span class="agentik-status">{escape(text)}</span>'
+        if waits is not None:
+            value += goto_html("approval" if waits.approval else "answer")
         if value != self.widget.value:
             self.widget.value = value
 
@@ -211,8 +254,9 @@ class ErrorBanner:
         self.dismiss.on_click(main_thread_callback(lambda _: self._store.set_error(None)))
         self.widget = HBox(
             children=(self.message, self.dismiss),
-            layout=Layout(display="none", border="1px solid #b00020", padding="2px 6px", margin="4px 0"),
+            layout=Layout(display="none"),
         )
+        self.widget.add_class("agentik-error-banner")  # the theme's error look (labextension/style/index.css)
         self._unsubscribe = chat_store.subscribe(self._on_state)
         self._show(chat_store.error)
 
@@ -227,7 +271,7 @@ class ErrorBanner:
         self._show(state.error)
 
     def _show(self, error: str | None) -> None:
-        text = "" if error is None else f'<span style="color:#b00020">⚠ {escape(error)}</span>'
+        text = "" if error is None else f'<span class="agentik-error">⚠ {escape(error)}</span>'
         if self.message.value != text:
             self.message.value = text
         display = "none" if error is None else "flex"
