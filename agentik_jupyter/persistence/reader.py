@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
@@ -20,15 +20,23 @@ from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersion
 from .models import AuditEntry, AuditPage, ConversationInfo
 from .pages import read_page
 from .readonly import exists_with_data, read_only
-from .schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED
+from .schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED, LISTED_AND_HIDDEN
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
 EVENTS_PER_READ = 200
 CHANGE_LOG_VERSION = 3
-"""The sessions a reader lists: saved ones whose id is a session id (ids.py); others are hidden."""
 
 _RECORD = TypeAdapter(PersistedMessage)
+
+
+class SessionList(NamedTuple):
+    """One page of sessions and the counts the list route reports, all from one snapshot."""
+
+    sessions: list[ConversationInfo]
+    total: int  # sessions listed, on every page
+    hidden: int  # saved sessions not listed because their id is not a session id (a crafted file)
+    position: int  # the change position they reflect
 
 
 def _info(row: tuple[Any, ...]) -> ConversationInfo:
@@ -75,29 +83,25 @@ class SessionReader:
 
         return read_only(self.path, run)
 
-    def list_conversations(self, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[list[ConversationInfo], int]:
-        """One page of sessions, most recently updated first, and the change position they reflect."""
+    def list_page(self, limit: int = PAGE_SIZE, offset: int = 0) -> SessionList:
+        """One page of sessions, most recently updated first, with the listed and hidden counts.
 
-        def body(conn: sqlite3.Connection, version: int) -> tuple[list[ConversationInfo], int]:
+        The id rule is applied in SQL (``LISTED``; ids.py's test keeps it equal to Python's)."""
+
+        def body(conn: sqlite3.Connection, version: int) -> SessionList:
             rows = conn.execute(
                 CONVERSATION_SELECT + " WHERE " + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-            return [_info(r) for r in rows if is_session_id(r[0])], _position(conn, version)
+            total, hidden = conn.execute(LISTED_AND_HIDDEN).fetchone()
+            return SessionList([_info(r) for r in rows], total, hidden, _position(conn, version))
 
-        return self._read(body, ([], 0))
+        return self._read(body, SessionList([], 0, 0, 0))
 
-    def count_conversations(self) -> int:
-        return self._read(lambda conn, _v: conn.execute("SELECT count(*) FROM conversation c WHERE " + LISTED).fetchone()[0], 0)
-
-    def count_hidden(self) -> int:
-        """Saved sessions not listed because their id is not a session id (a crafted file)."""
-        return self._read(
-            lambda conn, _v: conn.execute(
-                f"SELECT count(*) FROM conversation c WHERE c.is_temporal = 0 AND NOT {valid_id_sql('c.id')}"
-            ).fetchone()[0],
-            0,
-        )
+    def list_conversations(self, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[list[ConversationInfo], int]:
+        """One page of sessions, most recently updated first, and the change position they reflect."""
+        listing = self.list_page(limit, offset)
+        return listing.sessions, listing.position
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         """One session; an id that is not a session id is never served (ConversationNotFoundError)."""
@@ -157,7 +161,7 @@ class SessionReader:
         Each is one JSON-ready dict with its ``position``; a message event carries the audit
         row as the history route returns it (messages of sessions deleted since are gone);
         created/renamed carry the title then and, if it still exists, the session now.
-        Events of rows whose id is not a session id are left out, as those rows are.
+        Events of rows whose id is not a session id are left out (in SQL), as those rows are.
         """
 
         def body(conn: sqlite3.Connection, version: int) -> list[dict[str, Any]]:
@@ -172,8 +176,6 @@ class SessionReader:
             ).fetchall()
             events: list[dict[str, Any]] = []
             for pos, kind, conv, title, at, seq, turn, created, payload in rows:
-                if not is_session_id(conv):
-                    continue
                 event: dict[str, Any] = {"type": kind, "position": pos, "session_id": conv, "at": at}
                 if kind == "message":
                     if payload is None:

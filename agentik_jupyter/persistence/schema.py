@@ -188,3 +188,8 @@ the kernels' SessionDB and the server's read-only SessionReader append their WHE
 LISTED = "c.is_temporal = 0 AND " + valid_id_sql("c.id")
 """Sessions listed and resumed, by the kernel and the server alike: saved ones whose id is a
 session id (ids.py); a crafted file's other rows are never offered."""
+LISTED_AND_HIDDEN = (
+    "SELECT coalesce(sum(" + valid_id_sql("c.id") + "), 0), coalesce(sum(NOT " + valid_id_sql("c.id") + "), 0)"
+    " FROM conversation c WHERE c.is_temporal = 0"
+)
+"""Saved sessions listed, and those hidden because their id is not a session id: one pass, one query."""

@@ -92,12 +92,10 @@ class SessionsHandler(_SessionsBase):
         reader = SessionReader(self._db_path())
         offset = self._int("offset", 0)
         limit = self._int("limit", PAGE_SIZE, 1, MAX_PAGE_SIZE)
-        sessions, position = await self._run(reader.list_conversations, limit, offset)
-        total = await self._run(reader.count_conversations)
-        hidden = await self._run(reader.count_hidden)
+        listing = await self._run(reader.list_page, limit, offset)  # one read of the file
         self._reply({
-            "sessions": [s.model_dump() for s in sessions],
-            "offset": offset, "limit": limit, "total": total, "position": position, "hidden": hidden,
+            "sessions": [s.model_dump() for s in listing.sessions], "offset": offset, "limit": limit,
+            "total": listing.total, "position": listing.position, "hidden": listing.hidden,
         })
 
 
