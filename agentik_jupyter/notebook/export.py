@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -72,19 +73,40 @@ def _code_lines(code: str) -> list[str]:
     return lines
 
 
+class InputBlocks:
+    """The kernel's inputs split into compared lines once per export (not once per proposed cell),
+    indexed by line so a proposal is only compared where its first line is. Split on first use:
+    an export without proposals never pays for it."""
+
+    def __init__(self, inputs: Sequence[str]) -> None:
+        self._inputs = inputs
+
+    @cached_property
+    def blocks(self) -> list[list[str]]:
+        return [
+            _code_lines(text) for text in self._inputs
+            if isinstance(text, str) and not text.lstrip().startswith(("%agent", "%%agent"))
+        ]
+
+    @cached_property
+    def _starts(self) -> dict[str, list[tuple[int, int]]]:
+        starts: dict[str, list[tuple[int, int]]] = {}
+        for b, lines in enumerate(self.blocks):
+            for i, line in enumerate(lines):
+                starts.setdefault(line, []).append((b, i))
+        return starts
+
+    def ran(self, source: str) -> bool:
+        """Whether `source` ran: its lines form a block, in order, of one input that is not an `%agent` magic."""
+        wanted = _code_lines(source)
+        if not wanted:
+            return False
+        return any(self.blocks[b][i:i + len(wanted)] == wanted for b, i in self._starts.get(wanted[0], ()))
+
+
 def ran_in(source: str, inputs: Sequence[str]) -> bool:
-    """Whether `source` ran: its lines form a block, in order, of one input that is not an `%agent` magic."""
-    wanted = _code_lines(source)
-    if not wanted:
-        return False
-    size = len(wanted)
-    for text in inputs:
-        if not isinstance(text, str) or text.lstrip().startswith(("%agent", "%%agent")):
-            continue
-        lines = _code_lines(text)
-        if any(lines[i:i + size] == wanted for i in range(len(lines) - size + 1)):
-            return True
-    return False
+    """Whether `source` ran in one of `inputs` (see `InputBlocks.ran`)."""
+    return InputBlocks(inputs).ran(source)
 
 
 def commented_out(source: str) -> str:
@@ -121,6 +143,7 @@ def build_export(entries: list[AuditEntry], title: str, inputs: Sequence[str] = 
     questions: dict[str, str] = {}
     runs: list[tuple[str, str]] = []
     export = Export()
+    blocks = InputBlocks(inputs)
     for entry in entries:
         record = entry.record
         if isinstance(record, UserMessage):
@@ -137,7 +160,7 @@ def build_export(entries: list[AuditEntry], title: str, inputs: Sequence[str] = 
             else:
                 export.skipped += 1
         elif isinstance(record, ToolResultRecord) and record.result.error is None:
-            cell = _exported_cell(record.result, calls.get(record.result.tool_call_id), lambda s: ran_in(s, inputs))
+            cell = _exported_cell(record.result, calls.get(record.result.tool_call_id), blocks.ran)
             if cell is not None and cell[0].strip():
                 runs.append((entry.turn_id, cell[0].rstrip()))
                 export.unrun += int(cell[1])
