@@ -66,6 +66,24 @@ Approver = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
 EventListener = Callable[[Event], None]
 
 
+class StopFlag:
+    """A turn's one stop request, read before each model call and tool.
+
+    Set by Stop, by Jupyter's Interrupt (kernel/interrupt.py), and by a SIGINT that lands in a
+    tool's own code (interruptible.py), whose handler may do no more than set a bool: so a tool
+    that swallows the KeyboardInterrupt still ends the turn. Its owner (the session) clears it
+    when a turn starts; an orchestrator given none keeps its own and clears it per run.
+    """
+
+    __slots__ = ("requested",)
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def set(self) -> None:
+        self.requested = True
+
+
 class Transport(Protocol):
     """How the loop reaches a model: in-process adapter, Jupyter server route, or a script."""
 
@@ -134,10 +152,11 @@ class Orchestrator:
         *,
         max_iterations: int = MAX_ITERATIONS,
         approver: Approver | None = None,
-        stop_requested: Callable[[], bool] | None = None,
+        stop: StopFlag | None = None,
     ) -> None:
         self.transport = transport
-        self.stop_requested = stop_requested or (lambda: False)
+        self.stop = StopFlag() if stop is None else stop
+        self._owns_stop = stop is None
         self.registry = registry
         self.chat_store = chat_store
         self.agent_store = agent_store
@@ -145,7 +164,6 @@ class Orchestrator:
         self.approver = approver
         self._listeners: list[EventListener] = []
         self.last_outcome: TurnOutcome | None = None
-        self._signalled = False
 
     def on_event(self, listener: EventListener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -168,7 +186,8 @@ class Orchestrator:
         """
         outcome = TurnOutcome()
         self.last_outcome = outcome
-        self._signalled = False
+        if self._owns_stop:
+            self.stop.requested = False
         self.chat_store.set_error(None)
         self.chat_store.set_loading(True)
         if context is not None:
@@ -220,7 +239,7 @@ class Orchestrator:
 
     def _check_stop(self) -> None:
         """An Interrupt that a tool swallowed still ends the turn before the next step."""
-        if self._signalled or self.stop_requested():
+        if self.stop.requested:
             raise KeyboardInterrupt
 
     async def _ask(
@@ -306,7 +325,7 @@ class Orchestrator:
         args = coerce_arguments(call.args, definition.parameters)
         try:
             waiting = noting(lambda where: self.agent_store.set_active_tool(tool_label(call.name, where)))
-            with waiting, interruptible(on_interrupt=self._on_signal):  # Interrupt raises in the tool's own code
+            with waiting, interruptible(on_interrupt=self.stop.set):  # Interrupt raises in the tool's own code
                 value = await run_tool(definition, args)
         except asyncio.CancelledError:
             raise
@@ -320,10 +339,6 @@ class Orchestrator:
                 images=value.images,
             )
         return ToolResult(tool_call_id=call.id, name=call.name, result=result_text(value))
-
-    def _on_signal(self) -> None:
-        """SIGINT landed in a tool (signal handler: only a flag)."""
-        self._signalled = True
 
     def _keep(self, outcome: TurnOutcome, message: ChatMessage) -> None:
         outcome.messages.append(message)

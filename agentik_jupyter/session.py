@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable
 from .event_relay import EventRelay
 from .history import HISTORY_PAGE, entries_to_messages
 from .ids import check_session_id
-from .orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
+from .orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
 from .persistence.budget import first_turn_to_keep
 from .persistence import (AsyncSessionDB, ConversationInfo, ConversationNotFoundError, SessionDBError,
                           context_budget, estimate_tokens)
@@ -52,9 +52,9 @@ class Session:
     ) -> None:
         self.chat_store = ChatStore()
         self.agent_store = AgentStore()
+        self._stop = StopFlag()  # the running turn's, shared with the orchestrator (and a tool's SIGINT)
         self.orchestrator = Orchestrator(
-            transport, registry, self.chat_store, self.agent_store, approver=approver,
-            stop_requested=lambda: self._stop_requested,
+            transport, registry, self.chat_store, self.agent_store, approver=approver, stop=self._stop,
         )
         self.db = None if temporary else db
         self.temporary = temporary
@@ -73,7 +73,6 @@ class Session:
         self._queue_listeners: list[Callable[[], None]] = []
         self._schema_tokens: tuple[tuple[Any, ...], int] | None = None  # the tools last counted, their tokens
         self._lock = asyncio.Lock()
-        self._stop_requested = False
         self._turn_id: str | None = None
         self._audit = WriteThrough(lambda: (self.db, self.conversation_id, self._turn_id))
         self.older_before: int | None = None  # the audit seq older history is before (None: all shown)
@@ -175,7 +174,7 @@ class Session:
         """Cancel the running turn; True if there was one. Queued turns still run."""
         if not self.busy or self._task is None:
             return False
-        self._stop_requested = True
+        self._stop.set()
         self._task.cancel()
         return True
 
@@ -183,7 +182,7 @@ class Session:
         """Mark the running turn as stopped without cancelling it yet (safe in a signal
         handler): it ends before its next model call or tool."""
         if self.busy:
-            self._stop_requested = True
+            self._stop.set()
 
     def stop_all(self) -> int:
         """Empty the queue and stop the running turn; how many turns were stopped."""
@@ -235,7 +234,7 @@ class Session:
         try:
             if me in self._waiting:
                 self._waiting.remove(me)  # type: ignore[arg-type]
-            self._task, self._stop_requested = me, False
+            self._task, self._stop.requested = me, False
             self._queue_changed()
             if on_start is not None:
                 on_start()
@@ -325,7 +324,7 @@ class Session:
                 await prepare()
             except (asyncio.CancelledError, KeyboardInterrupt) as exc:
                 if isinstance(exc, asyncio.CancelledError):
-                    if not self._stop_requested:
+                    if not self._stop.requested:
                         raise
                     task = asyncio.current_task()
                     if task is not None:
@@ -365,7 +364,7 @@ class Session:
         except asyncio.CancelledError:
             outcome = self.orchestrator.last_outcome or TurnOutcome(reason="interrupted")
             await self._finish(user_msg, outcome)
-            if not self._stop_requested:
+            if not self._stop.requested:
                 raise
             task = asyncio.current_task()
             if task is not None:
