@@ -218,9 +218,8 @@ def _head_allowance(lines: list[str]) -> int:
     return max(0, min(_HEAD_CHARS, BUDGET_CHARS - used))
 
 
-def _plain_table(names: list[str], rows: list[tuple[Any, ...]]) -> str:
-    """A fixed-width text table with whole column names and values cut to HEAD_VALUE_CHARS."""
-    cells = [[_cell(v) for v in row] for row in rows]
+def _plain_table(names: list[str], cells: list[list[str]]) -> str:
+    """A fixed-width text table of whole column names and the rows' cells (from `_cell`)."""
     widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
     out = ["  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip()]
     out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
@@ -228,6 +227,7 @@ def _plain_table(names: list[str], rows: list[tuple[Any, ...]]) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A value scrubbed, then cut to HEAD_VALUE_CHARS."""
     text = "null" if value is None else scrub(str(value)).replace("\n", "\\n")
     return text if len(text) <= HEAD_VALUE_CHARS else text[: HEAD_VALUE_CHARS - 1] + "…"
 
@@ -353,10 +353,11 @@ def _describe_polars(name: str, value: Any, columns: list[str] | None) -> tuple[
     profile = _safe(lambda i: _polars_column(pl, sample.to_series(i), int(nulls[i]), n_rows, sampled))
     lines.extend(_column_lines(shown.columns, profile, n_cols, _others(all_names, picked)))
     if n_rows and picked:
-        head = shown[:HEAD_ROWS]
+        head = shown[:HEAD_ROWS, :HEAD_COLUMNS]
+        cells = [[_cell(v) for v in row] for row in head.rows()]  # scrubbed once, whichever columns then fit
         lines.extend(
             _head_lines(
-                lambda c: _plain_table(head.columns[:c], head[:, :c].rows()), n_rows, len(picked), _head_allowance(lines)
+                lambda c: _plain_table(head.columns[:c], [r[:c] for r in cells]), n_rows, len(picked), _head_allowance(lines)
             )
         )
     caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")

@@ -4,7 +4,8 @@ Frames are delegated to dataframes.py. Arrays larger than SAMPLE_ELEMENTS are
 summarised from a random sample of elements so inspecting a huge array is quick.
 This runs the user's code (properties, `__len__`, `__repr__`): the tools call it under
 a time budget (time_budget.py), on the kernel's main thread. Every value is scrubbed before
-it is cut short (namespace.clip, short_repr), so no cut leaves part of a secret unmasked.
+it is cut short (namespace.clip, short_repr), so no cut leaves part of a secret unmasked; what
+is not cut is scrubbed where every tool's result is (the orchestrator).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ def inspect_value(name: str, value: Any) -> ToolOutput:
         lines.extend(_more(len(value)))
     elif isinstance(value, str):
         lines.append(f"length {len(value):,}")
+        # scrubbed before repr(), which escapes a quote or backslash in a secret out of the scrubber's forms
         lines.append(clip(repr(scrub(value[:STRING_HEAD_CHARS])), STRING_HEAD_CHARS))
     elif isinstance(value, (bytes, bytearray)):
         lines.append(f"length {len(value):,}")
-        lines.append(clip(scrub(repr(value[:STRING_HEAD_CHARS])), STRING_HEAD_CHARS))
+        lines.append(clip(repr(value[:STRING_HEAD_CHARS]), STRING_HEAD_CHARS))
     else:
         lines.extend(_generic(value))
     text = clip("\n".join(lines), INSPECT_BUDGET_CHARS)

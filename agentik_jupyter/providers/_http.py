@@ -35,7 +35,6 @@ from .errors import (
     RedirectError,
     ServerError,
     StreamError,
-    scrub,
 )
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -220,8 +219,11 @@ def error_from_event(payload: Any, *, partial: Any = None, in_stream: bool = Tru
 def error_from_transport(exc: Exception, url: str, *, in_stream: bool) -> ProviderError:
     """Map an httpx2 exception; `in_stream` says whether the body had started arriving.
 
-    The URL is named without its userinfo and query values (a proxy password, `?api-key=`)."""
-    detail = scrub(str(exc)) or type(exc).__name__
+    The URL is named without its userinfo and query values (a proxy password, `?api-key=`):
+    redacted here, where it is known whole, since the error's own pass finds URLs in free text
+    by a pattern that ends at a space or a quote, which a password can hold. The error scrubs
+    the rest of its message (`detail` too)."""
+    detail = str(exc) or type(exc).__name__
     url = redact_url(url)
     if isinstance(exc, httpx2.SSEError):
         return MalformedResponseError(f"The provider sent a malformed event stream: {detail}", in_stream=in_stream)
