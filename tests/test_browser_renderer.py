@@ -30,7 +30,7 @@ from playwright import sync_api  # noqa: E402
 from .jupyter_servers import jupyter  # noqa: E402
 
 from agentik_jupyter.types import ChatMessage  # noqa: E402
-from agentik_jupyter.widgets.transcript import LONG_ANSWER_CHARS, transcript_bundle  # noqa: E402
+from agentik_jupyter.widgets.transcript import PLAIN_TEXT_LIMIT, transcript_bundle  # noqa: E402
 
 NOTEBOOK = "loads_nothing.ipynb"
 LONG_NOTEBOOK = "long_answer.ipynb"
@@ -79,12 +79,12 @@ def hostile_transcript(base: str) -> dict[str, Any]:
 
 
 def long_answer_bundle(base: str, *, tampered: bool) -> dict[str, Any]:
-    """A saved turn, built by the kernel's own code, whose answer is over LONG_ANSWER_CHARS, so
-    the renderer draws it from the bundle's HTML. The model's answer carries the payloads (the
+    """A saved turn, built by the kernel's own code, whose long answer the renderer draws from
+    the bundle's HTML (as every answer over PLAIN_TEXT_LIMIT). The model's answer carries the payloads (the
     kernel escapes them); `tampered` also puts them, live, where the renderer reads the HTML."""
     answer = ("LONG-START " + "The units column grows with each region. " * 700 + "\n\n"
               + "\n\n".join(payloads(base)) + "\n\n**END-LONG**")
-    assert len(answer) > LONG_ANSWER_CHARS
+    assert len(answer) > PLAIN_TEXT_LIMIT
     bundle = transcript_bundle([ChatMessage(role="assistant", content=answer)],
                                question="Write the long report", status="complete")
     marker = 'data-agentik-entry="1">'

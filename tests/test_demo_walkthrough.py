@@ -8,7 +8,9 @@ the transcripts, the approval card, the status footer, the fix proposal.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import time
 from typing import Any
 
@@ -135,7 +137,18 @@ def _tools(ex: Execution) -> list[dict[str, Any]]:
 
 
 def _answer(ex: Execution) -> str:
-    return "\n".join(e["content"] for e in _entries(ex) if e["role"] == "assistant")
+    """The turn's answers as a reader sees them: an answer's JSON entry keeps only its start
+    (`in_html`), the whole is the bundle's HTML (inline code shown with its backticks here)."""
+    bundle = transcript(ex.outputs)
+    markup = "".join(bundle.get("text/html") or "")
+    texts = []
+    for i, e in enumerate(_entries(ex)):
+        if e["role"] == "assistant" and e.get("in_html"):
+            part = markup.split(f'data-agentik-entry="{i}">', 1)[1].split('</div><div class="agentik-', 1)[0]
+            texts.append(html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"</?code>", "`", part))))
+        elif e["role"] == "assistant":
+            texts.append(e["content"])
+    return "\n".join(texts)
 
 
 @pytest.fixture(scope="module")

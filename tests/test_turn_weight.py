@@ -5,8 +5,8 @@ server; the frontend's side is every iopub message the execute request caused. B
 issue #14: ≤ 8 widgets opened per turn, ≤ 60 widget updates per 1,000 tokens, ≤ 5x the
 answer's bytes to the frontend, the final text exact; a finished turn leaves no widget open in
 the kernel; a saved turn stays within 2x its answer: text/plain only names the turn and its
-first lines, and an answer over LONG_ANSWER_CHARS is kept once, in the HTML (the transcript
-JSON keeps its start; the lab renderer draws it from the HTML, tests/test_browser_renderer.py).
+first lines, and an answer is kept once, in the HTML (the transcript JSON keeps its start; the
+lab renderer draws it from the HTML, tests/test_browser_transcript_once.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ import pytest
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.widgets.markdown import render_markdown
 from agentik_jupyter.types import ChatMessage
-from agentik_jupyter.widgets.transcript import LONG_ANSWER_CHARS, TRANSCRIPT_MIME, one_line, transcript_bundle
+from agentik_jupyter.widgets.transcript import (
+    PLAIN_TEXT_LIMIT, TRANSCRIPT_MIME, holds_answer, one_line, transcript_bundle,
+)
 from agentik_jupyter.widgets.turn_view import PLACE_TEXT
 
 from .kernel_support import NotebookKernel, RawKernel, kernel_env, transcript
@@ -55,9 +57,9 @@ def size(msg: dict[str, Any]) -> int:
     return len(json.dumps(msg["content"], ensure_ascii=False, default=str).encode())
 
 
-def answer_in(ex: Any) -> str:
-    payload = transcript(ex.outputs)[TRANSCRIPT_MIME]
-    return [e["content"] for e in payload["entries"] if e["role"] == "assistant"][-1]
+def holds(ex: Any, answer: str) -> bool:
+    """The cell's saved transcript keeps the exact answer (in its HTML, or whole in the JSON)."""
+    return holds_answer(transcript(ex.outputs), answer)
 
 
 @pytest.fixture
@@ -90,7 +92,7 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
     assert len(opens) <= 8, [m["content"]["data"]["state"]["_model_name"] for m in opens]
     assert len(updates) <= 60  # 1,000 tokens of 4 characters
     assert sum(size(m) for m in sent) <= 5 * len(ANSWER.encode())
-    assert answer_in(ex) == ANSWER
+    assert holds(ex, ANSWER)
     # a finished turn's widgets are closed: the kernel holds no more widgets than before it
     assert k.text(WIDGETS_ALIVE).strip() == alive
     assert len(opens) >= 4  # the live view was there: the question, the answer, the status line, Stop
@@ -123,7 +125,7 @@ def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
     assert places[0] == places[1]  # one shared box
     assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]  # as when the view shows
     assert ex.outputs[0]["data"]["text/plain"] == PLACE_TEXT
-    assert answer_in(ex) == ANSWER
+    assert holds(ex, ANSWER)
     assert sum(size(m) for m in sent) <= 3 * len(ANSWER.encode())
     if tool:
         entries = transcript(ex.outputs)[TRANSCRIPT_MIME]["entries"]
@@ -152,7 +154,7 @@ def test_a_saved_turn_stays_within_twice_its_answer(tmp_path: Path) -> None:
 
 
 def test_a_long_answer_is_kept_once_in_the_html() -> None:
-    long, short = prose(LONG_ANSWER_CHARS + 1_000), prose(5_000)
+    long, short = prose(21_000), prose(PLAIN_TEXT_LIMIT)
     bundle = transcript_bundle([ChatMessage(role="assistant", content=short), ChatMessage(role="assistant", content=long)],
                                question="q", status="complete")
     entries = bundle[TRANSCRIPT_MIME]["entries"]
@@ -177,8 +179,8 @@ def test_text_plain_names_the_turn_and_its_first_lines(tmp_path: Path) -> None:
     bundle = transcript(cell.outputs)
     plain = "".join(bundle["text/plain"])
     assert plain.startswith("You: Write the report.\nAgent: " + answer[:100])
-    assert "more characters in the HTML and JSON outputs" in plain and len(plain) < 500
-    assert bundle[TRANSCRIPT_MIME]["entries"][-1]["content"] == answer
+    assert "more characters in the HTML output" in plain and len(plain) < 500
+    assert holds_answer(bundle, answer)
     assert one_line(render_markdown(answer)) in "".join(bundle["text/html"])
     saved = nbformat.reads(nbformat.writes(nbformat.v4.new_notebook(cells=[cell])), as_version=4)
     assert saved.cells[0].outputs[-1]["data"]["text/plain"] == plain

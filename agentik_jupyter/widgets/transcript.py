@@ -4,10 +4,11 @@
 timings, so nbval can compare it), `text/html` (Markdown rendered safely, tool
 cards as <details>: what GitHub and nbviewer show) and
 `application/vnd.agentik.transcript+json` for the JupyterLab renderer. `text/plain`
-names the turn and keeps the first PLAIN_TEXT_LIMIT characters of each message. An
-answer up to LONG_ANSWER_CHARS is in both rich outputs; a longer one only in the HTML
-(its JSON entry keeps the start and `in_html`, and the renderer takes the rest from the
-bundle's HTML), so a saved turn costs about its answer plus markup, never three copies.
+names the turn and keeps the first PLAIN_TEXT_LIMIT characters of each message. Every
+answer is kept once, in the HTML: its JSON entry keeps the start and `in_html` (an answer
+of at most PLAIN_TEXT_LIMIT characters stays whole), and the renderer draws it from the
+bundle's HTML, the same markup the live view showed. A saved turn costs about its answer
+plus markup (~1.4x), not the HTML and a JSON copy (~2.4x).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ TRANSCRIPT_VERSION = 1
 RESULT_LIMIT = 4_000
 PLAIN_RESULT_LIMIT = 120
 PLAIN_TEXT_LIMIT = 200
-LONG_ANSWER_CHARS = 20_000
 
 
 _PRE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
@@ -102,14 +102,13 @@ def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     return call, result
 
 
-def _head(text: str) -> str:
+def _head(text: str, where: str) -> str:
     """The first PLAIN_TEXT_LIMIT characters (to a word's end), and how many more the rich
-    outputs hold; a text not much longer stays whole."""
+    outputs (`where`) hold; a text not much longer stays whole."""
     if len(text) <= PLAIN_TEXT_LIMIT * 3 // 2:
         return text
     space = text.rfind(" ", PLAIN_TEXT_LIMIT // 2, PLAIN_TEXT_LIMIT)
     shown = text[: space if space > 0 else PLAIN_TEXT_LIMIT]
-    where = "HTML output" if len(text) > LONG_ANSWER_CHARS else "HTML and JSON outputs"
     return f"{shown}… [{len(text) - len(shown):,} more characters in the {where}]"
 
 
@@ -117,9 +116,9 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
     lines: list[str] = []
     for e in entries:
         if e["role"] == "user":
-            lines.append(f"You: {_head(e['content'])}")
+            lines.append(f"You: {_head(e['content'], 'HTML and JSON outputs')}")
         elif e["role"] == "assistant":
-            lines.append(f"Agent: {_head(e['content'])}")
+            lines.append(f"Agent: {_head(e['content'], 'HTML output')}")
         elif e["role"] == "error":
             lines.append(f"Error: {e['message']}")
         else:
@@ -161,21 +160,38 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _is_long(entry: dict[str, Any]) -> bool:
-    return entry["role"] == "assistant" and len(entry["content"]) > LONG_ANSWER_CHARS
+def _in_html(entry: dict[str, Any]) -> bool:
+    """An answer the JSON copy does not repeat: longer than its start."""
+    return entry["role"] == "assistant" and len(entry["content"]) > PLAIN_TEXT_LIMIT
 
 
 def _entry_attribute(entry: dict[str, Any], index: int) -> str:
-    """`data-agentik-entry="i"` on a long answer's HTML: where the lab renderer finds it."""
-    return f' data-agentik-entry="{index}"' if _is_long(entry) else ""
+    """`data-agentik-entry="i"` on an answer's HTML: where the lab renderer finds it."""
+    return f' data-agentik-entry="{index}"' if _in_html(entry) else ""
 
 
 def _json_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entries for the JSON copy: a long answer keeps its start and points at the HTML."""
+    """The entries for the JSON copy: an answer keeps its start and points at the HTML."""
     return [
-        {"role": "assistant", "content": e["content"][:PLAIN_TEXT_LIMIT] + "…", "in_html": True} if _is_long(e) else e
+        {"role": "assistant", "content": e["content"][: PLAIN_TEXT_LIMIT - 1] + "…", "in_html": True}
+        if _in_html(e) else e
         for e in entries
     ]
+
+
+def holds_answer(bundle: dict[str, Any], answer: str) -> bool:
+    """Whether a saved transcript keeps `answer` whole: in its JSON, or as the HTML the
+    renderer draws (for checks: the bench's and the tests' "the final text is exact")."""
+    payload = bundle[TRANSCRIPT_MIME]
+    markup = "".join(bundle.get("text/html") or "")
+    for i, e in enumerate(payload["entries"]):
+        if e["role"] != "assistant":
+            continue
+        if e["content"] == answer and not e.get("in_html"):
+            return True
+        if e.get("in_html") and f'data-agentik-entry="{i}">{one_line(render_markdown(answer))}</div>' in markup:
+            return True
+    return False
 
 
 def transcript_bundle(
@@ -201,10 +217,13 @@ def transcript_bundle(
                                      # the footer then reads "⚠ Finished with n failed tool call(s)"
          "entries": [
            {"role": "user", "content": str},
-           {"role": "assistant", "content": str},        # Markdown; render it escaped
+           {"role": "assistant", "content": str},        # an answer of at most PLAIN_TEXT_LIMIT
+                                                         # characters: Markdown; render it escaped
            {"role": "assistant", "content": str, "in_html": true},
-                                  # an answer over LONG_ANSWER_CHARS: `content` is its start; the
-                                  # whole answer is the text/html element data-agentik-entry="<index>"
+                                  # a longer answer: `content` is its start (PLAIN_TEXT_LIMIT
+                                  # characters with the "…"); the whole answer, rendered, is the
+                                  # bundle's text/html element data-agentik-entry="<index>" (kept
+                                  # once). Older notebooks have whole answers without `in_html`.
            {"role": "tool", "id": str, "name": str, "args": {...},
             "result": str | null,                          # text the model saw, cut to 4000 chars
             "truncated": int,                              # characters cut from result

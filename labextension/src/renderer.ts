@@ -93,8 +93,9 @@ async function markdown(source: string, ctx: RenderContext): Promise<HTMLElement
 }
 
 /**
- * A long answer's HTML, element `data-agentik-entry=<index>` of the bundle's text/html (saved
- * notebooks keep long answers once, there). Parsed in an inert <template> (nothing loads, as in
+ * An answer's HTML, element `data-agentik-entry=<index>` of the bundle's text/html: a saved turn
+ * keeps every answer longer than its JSON start once, there (`in_html`), rendered by the kernel as
+ * the live view showed it. Parsed in an inert <template> (nothing loads, as in
  * safehtml.ts); the markup is untrusted and goes through the same sanitizer and allow-list as Markdown.
  */
 async function answerFromHtml(bundleHtml: string, index: number, ctx: RenderContext): Promise<HTMLElement | null> {
@@ -202,8 +203,9 @@ function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
 }
 
 /**
- * One node per entry, in order: question, answer (Markdown), tool card, error. `bundleHtml` is
- * the bundle's text/html, where a saved transcript keeps its long answers (`in_html`).
+ * One node per entry, in order: question, answer, tool card, error. `bundleHtml` is the bundle's
+ * text/html, where a saved transcript keeps its answers (`in_html`); an answer saved whole in the
+ * JSON (a short one, or any answer of a notebook saved before) is rendered from its Markdown.
  */
 export async function renderEntries(
   entries: TranscriptEntry[],
