@@ -60,7 +60,7 @@ async def test_turn_waits_for_the_card_and_continues_after_denial(monkeypatch: p
     task = s.start_turn("run it")
     while not gate.pending:
         await asyncio.sleep(0.01)
-    cards = [w for w in view.body.widget.children if w.layout.border and "e0a800" in w.layout.border]
+    cards = [w for w in view.body.widget.children if "agentik-approval" in w._dom_classes]
     assert len(cards) == 1
     (pending,) = gate.pending.values()
     card_widget = cards[0]

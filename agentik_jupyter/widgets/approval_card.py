@@ -16,7 +16,7 @@ from ipywidgets import HBox, VBox
 
 from ..kernel.mainloop import main_thread_callback
 from ..security import invisible
-from .shared import ACCEPT_CLASSES, PLAIN_CLASSES, REJECT_CLASSES, box, button, html, layout
+from .shared import ACCEPT_CLASSES, APPROVAL_CLASSES, APPROVAL_DONE_CLASS, PLAIN_CLASSES, REJECT_CLASSES, box, button, html, layout
 from .markdown import escape
 from .protocol import ApprovalRequestLike
 
@@ -131,7 +131,7 @@ class ApprovalCard:
         self.always_button.on_click(main_thread_callback(lambda _: self.request.approve(always=True)))
         self.buttons = box(HBox, (self.approve_button, self.deny_button, self.always_button))
         self.outcome = html("")
-        self.widget = box(VBox, (self.question, self.buttons, self.outcome), "approval")
+        self.widget = box(VBox, (self.question, self.buttons, self.outcome), classes=APPROVAL_CLASSES)
         request.on_resolved(self._resolved)
 
     def _resolved(self, request: Any) -> None:
@@ -139,4 +139,4 @@ class ApprovalCard:
             choice.disabled = True
         self.buttons.layout = layout("hidden")  # shared layouts are swapped, never changed
         self.outcome.value = f"<b>{escape(decision_text(self.request))}</b>"
-        self.widget.layout = layout("approval_done")
+        self.widget.add_class(APPROVAL_DONE_CLASS)

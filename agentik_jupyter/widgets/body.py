@@ -29,7 +29,14 @@ from .stream import StreamBuffer
 
 
 def error_html(message: str) -> str:
-    return f'<div class="agentik-error" style="color:#b00020">⚠ {escape(message)}</div>'
+    """An error in a live view or the panel (coloured by the theme: index.css)."""
+    return f'<div class="agentik-error">⚠ {escape(message)}</div>'
+
+
+def question_html(text: str) -> str:
+    """The question, built as the transcript renderer builds it (renderer.ts): one look."""
+    return (f'<div class="agentik-user"><span class="agentik-who">You</span>'
+            f'<div class="agentik-question">{escape(text)}</div></div>')
 
 
 class TurnBody:

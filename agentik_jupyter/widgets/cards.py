@@ -98,7 +98,7 @@ def rich_html(display: dict[str, Any] | None) -> str:
     return ""
 
 
-def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
+def card_body_html(call: ToolCall, result: ToolResult | None, *, inline: bool = True) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
     parts = [invisible.warning_html("\n".join(shown), "This tool call"),
@@ -107,7 +107,8 @@ def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
         parts.append("<div><em>Running…</em></div>")
     elif result.error is not None:
         parts.append("<div><b>Error</b></div>")
-        parts.append(_pre(result.error, "color:#b00020;white-space:pre-wrap"))
+        parts.append(_pre(result.error, "color:#b00020;white-space:pre-wrap" if inline else "").replace(
+            "<pre", '<pre class="agentik-error"', 1))
     else:
         preview = rich_html(result.display)
         text = result_text(result)
@@ -121,13 +122,16 @@ def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
     return "".join(parts)
 
 
-def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
-    """The static card for saved transcripts: a collapsed <details>."""
+CARD_STYLE = ' style="border:1px solid #ccc;border-radius:4px;padding:2px 8px;margin:4px 0"'
+
+
+def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True, inline: bool = True) -> str:
+    """A collapsed <details>. `inline` colours are for a saved transcript's HTML (GitHub,
+    nbviewer: no JupyterLab theme); a live card is styled by its class (index.css)."""
     title = escape(card_title(call, result, timings=timings))
     return (
-        '<details class="agentik-tool" style="border:1px solid #ccc;border-radius:4px;'
-        'padding:2px 8px;margin:4px 0">'
-        f"<summary>{title}</summary>{card_body_html(call, result)}</details>"
+        f'<details class="agentik-tool"{CARD_STYLE if inline else ""}>'
+        f"<summary>{title}</summary>{card_body_html(call, result, inline=inline)}</details>"
     )
 
 
@@ -137,7 +141,7 @@ class ToolCard:
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self.result: ToolResult | None = None
-        self.widget = html(card_html(call, None))
+        self.widget = html(card_html(call, None, inline=False))
 
     @property
     def title(self) -> str:
@@ -146,11 +150,11 @@ class ToolCard:
 
     @property
     def body_html(self) -> str:
-        return card_body_html(self.call, self.result)
+        return card_body_html(self.call, self.result, inline=False)
 
     def set_result(self, result: ToolResult) -> None:
         self.result = result
-        self.widget.value = card_html(self.call, result)
+        self.widget.value = card_html(self.call, result, inline=False)
 
     @property
     def collapsed(self) -> bool:

@@ -20,9 +20,10 @@ from ..security.scrub import scrub
 from ..store import ChatState
 from ..types import ChatMessage, End, Event, StartResponse, ToolCall
 from .approval_card import ApprovalCard
-from .body import TurnBody, error_html
+from .body import TurnBody, error_html, question_html
 from .cards import ToolCard
 from .markdown import escape, render_markdown
+from .shared import ANSWER_CLASSES
 from .protocol import ApprovalRequestLike, SessionLike
 from .status import ErrorBanner, StatusLine
 from .suggestions import MentionSuggestions
@@ -36,12 +37,10 @@ SUBMIT_SETTLE_S = 0.5
 
 def user_html(text: str) -> str:
     """The user's bubble: what they asked, without what was attached for the model (@mentions, a fix's details)."""
-    text = shown_text(text)
-    return (f'<div class="agentik-user" style="background:#f3f6fa;padding:2px 6px;border-radius:4px">'
-            f'<b>You:</b> <span style="white-space:pre-wrap">{escape(text)}</span></div>')
+    return question_html(shown_text(text))
 
 
-STOPPED_HTML = '<div class="agentik-stopped" style="color:#666">■ Stopped: the answer above is incomplete.</div>'
+STOPPED_HTML = '<div class="agentik-stopped">■ Stopped: the answer above is incomplete.</div>'
 EMPTY_HTML = ('<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
               '<code>%%agent</code> cell: this session\'s cell turns show here too.</em></div>')
 """The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
@@ -219,7 +218,7 @@ class ChatPanel:
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.content:
-                out.append(HTML(value=f'<div class="agentik-assistant">{render_markdown(m.content)}</div>'))
+                out.append(HTML(value=render_markdown(m.content), _dom_classes=ANSWER_CLASSES))
             for call in m.tool_calls or []:
                 card = ToolCard(call)
                 self._cards[call.id] = card

@@ -5,6 +5,10 @@ Style widget too, unless given one: three `comm_open`s, each with its full state
 line of HTML. Here each kind of layout or style is created once per kernel and shared, so
 a turn opens only the widgets that show something. A shared layout is never changed after
 it is made (that would change every view using it): to hide a view, swap its layout.
+
+Colours are not here: a turn's parts carry classes (`agentik-live`, `agentik-user`,
+`agentik-assistant`, `agentik-approval`...) that labextension/style/index.css styles once, with
+JupyterLab's theme variables, for the live view, the transcript and the chat panel alike.
 """
 
 from __future__ import annotations
@@ -19,13 +23,10 @@ W = TypeVar("W", bound=Widget)
 
 LAYOUTS: dict[str, dict[str, str]] = {
     "plain": {},
-    "turn": {"border_left": "3px solid #4a90d9", "padding": "0 0 0 8px"},
     "flex": {"flex": "1 1 auto"},
     "hidden": {"display": "none"},
     "tight": {"margin": "0"},
     "auto": {"width": "auto"},
-    "approval": {"border": "2px solid #e0a800", "padding": "4px 8px", "margin": "4px 0"},
-    "approval_done": {"border": "1px solid #ccc", "padding": "4px 8px", "margin": "4px 0"},
 }
 
 _made: dict[str, Widget] = {}
@@ -57,9 +58,18 @@ def placeholder() -> Box:
     return _shared("box:placeholder", lambda: VBox(layout=layout("plain")))
 
 
-def html(value: str = "", layout_name: str = "plain") -> HTML:
+def html(value: str = "", layout_name: str = "plain", classes: tuple[str, ...] = ()) -> HTML:
     """An HTML widget on the shared layout and style: one comm_open."""
-    return HTML(value=value, layout=layout(layout_name), style=html_style())
+    return HTML(value=value, layout=layout(layout_name), style=html_style(), _dom_classes=classes)
+
+
+LIVE_CLASSES = ("agentik-live",)
+"""A turn's live view (its box): framed like the transcript that replaces it."""
+ANSWER_CLASSES = ("agentik-assistant", "jp-RenderedHTMLCommon", "jp-RenderedMarkdown")
+"""An answer's element everywhere (live view, transcript, panel): JupyterLab's Markdown look."""
+APPROVAL_CLASSES = ("agentik-approval",)
+APPROVAL_DONE_CLASS = "agentik-approval-done"
+"""A card that asks the user (approval, trust), and one that was answered."""
 
 
 ACCEPT_CLASSES = ("agentik-button", "agentik-button-accept")
@@ -73,8 +83,9 @@ def button(description: str, layout_name: str = "plain", **traits: Any) -> Butto
     return Button(description=description, layout=layout(layout_name), style=button_style(), **traits)
 
 
-def box(kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain") -> Box:
-    return kind(children=children, layout=layout(layout_name))
+def box(kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain",
+        classes: tuple[str, ...] = ()) -> Box:
+    return kind(children=children, layout=layout(layout_name), _dom_classes=classes)
 
 
 def retire(widget: Widget, *, blank_over: int = 1_000) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
 from ..kernel.mainloop import main_thread_callback, run_on_main
-from .shared import ACCEPT_CLASSES, PLAIN_CLASSES
+from .shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES
 from .markdown import escape
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class TrustCard:
         self.outcome = HTML(value="")
         self.widget = VBox(
             children=(self.question, self.buttons, self.outcome),
-            layout=Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
+            _dom_classes=APPROVAL_CLASSES,
         )
 
     def _start(self, trusted: bool) -> None:

@@ -20,11 +20,10 @@ from ipywidgets import Box, HBox, Output, VBox, Widget
 from ..store import ChatState
 from ..types import AppendText, ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
 from .approval_card import ApprovalCard
-from .body import TurnBody
-from .markdown import escape
+from .body import TurnBody, question_html
 from .protocol import ApprovalRequestLike, SessionLike
 from .publish import update_now
-from .shared import box, button, html, layout, placeholder, retire
+from .shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
 from .status import StatusLine
 from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -147,10 +146,9 @@ class TurnView:
         self.status = StatusLine(self.session.agent_store, clock=self.clock)
         self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn")
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
-        self.header = html(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
-                           f"{escape(self.question)}</span></div>")
+        self.header = html(question_html(self.question))
         self.footer = box(HBox, (self.status.widget, self.stop_button))
-        self.widget = root = box(VBox, (self.header, self.footer), "turn")
+        self.widget = root = box(VBox, (self.header, self.footer), classes=LIVE_CLASSES)
         self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)))
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
@@ -362,6 +360,7 @@ class TurnView:
         self.output = Output(layout=layout("plain"))
         self.output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
         root.children = (self.output,)
+        root.remove_class(LIVE_CLASSES[0])  # the transcript inside has the same frame
         for w in live:
             retire(w)
 
