@@ -84,7 +84,7 @@ nothing would act on it (the line says where in words)."""
 
 def goto_html(kind: str) -> str:
     """The go-to control for `kind` ("approval": an approval or trust card; "answer": a diff on a cell)."""
-    return (f' <button type="button" class="{GOTO_CLASS} jp-Button jp-mod-styled jp-mod-minimal" data-agentik-goto="{kind}"'
+    return (f' <button type="button" class="{GOTO_CLASS} jp-Button jp-mod-styled" data-agentik-goto="{kind}"'
             f' title="Scroll to it and put the keyboard on its first button" style="display:none">'
             f"{GOTO_LABELS[kind]}</button>")
 

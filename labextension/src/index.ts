@@ -6,6 +6,7 @@ import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyte
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { gotoPlugin } from './goto';
 import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 
@@ -46,4 +47,4 @@ const notebookPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin, notebookPlugin];
+export default [sessionsPlugin, notebookPlugin, gotoPlugin];

@@ -1,0 +1,107 @@
+/**
+ * "Go to the approval" / "Show it": a status line that says the agent waits for the user carries
+ * a button (agentik_jupyter/widgets/status.py goto_html), hidden unless this extension is here to
+ * act on it. Run All held at "Queued (1 ahead)" by an approval far up the page: one click scrolls
+ * the notebook to what waits for an answer, flashes its cell and puts the keyboard on its first
+ * button (Enter or Space answers).
+ *
+ * What waits: an approval or trust card's enabled accept button (widgets/shared.py ACCEPT_CLASSES)
+ * or an on-cell diff's Accept (notebook.ts). One delegated click listener per notebook.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
+const GOTO = 'agentik-goto';
+const APPROVAL = '.agentik-button-accept:not(:disabled)';
+const ANSWER = '.agentik-proposal .jp-mod-accept:not(:disabled)';
+const FLASH = 'agentik-flash';
+const FLASH_MS = 1600;
+
+type Cell = NotebookPanel['content']['widgets'][number];
+
+interface ITarget {
+  index: number;
+  cell: Cell;
+  button: HTMLElement;
+}
+
+/**
+ * The first control waiting for the user's answer, of the kind the line named first: in another
+ * cell than the line's (a queued turn's blocker is elsewhere), else in the line's own cell.
+ * Cells' nodes are searched, not the document: a windowed notebook detaches cells out of view.
+ */
+export function pendingAnswer(panel: NotebookPanel, kind: string, from: Element): ITarget | null {
+  const order = kind === 'answer' ? [ANSWER, APPROVAL] : [APPROVAL, ANSWER];
+  for (const selector of order) {
+    let own: ITarget | null = null;
+    for (const [index, cell] of panel.content.widgets.entries()) {
+      const button = cell.node.querySelector<HTMLElement>(selector);
+      if (!button) {
+        continue;
+      }
+      if (!cell.node.contains(from)) {
+        return { index, cell, button };
+      }
+      own = own ?? { index, cell, button };
+    }
+    if (own) {
+      return own;
+    }
+  }
+  return null;
+}
+
+function flash(node: HTMLElement): void {
+  node.classList.remove(FLASH);
+  void node.offsetWidth; // restart the animation on a second click
+  node.classList.add(FLASH);
+  window.setTimeout(() => node.classList.remove(FLASH), FLASH_MS);
+}
+
+const frame = (): Promise<void> => new Promise(resolve => requestAnimationFrame(() => resolve()));
+
+/** Scroll the answer's control to the middle of the notebook, flash its cell, focus it. */
+async function reveal(panel: NotebookPanel, target: ITarget): Promise<void> {
+  if (!target.button.isConnected) {
+    await panel.content.scrollToItem(target.index, 'center').catch(() => undefined);
+  }
+  // Cells between may be drawn at an estimated height until scrolled past: settle, then again.
+  for (let pass = 0; pass < 2; pass++) {
+    target.button.scrollIntoView({ block: 'center' });
+    await frame();
+  }
+  flash(target.cell.node);
+  target.button.focus({ preventScroll: true });
+}
+
+function follow(panel: NotebookPanel): void {
+  panel.content.node.addEventListener('click', event => {
+    const control = (event.target as Element | null)?.closest?.(`.${GOTO}`);
+    if (!control) {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation(); // the click is ours: not a cell selection
+    const target = pendingAnswer(panel, control.getAttribute('data-agentik-goto') ?? '', control);
+    if (target) {
+      void reveal(panel, target);
+    }
+  });
+}
+
+/** Show the go-to controls (hidden by their inline style where nothing acts on them) and act on their clicks. */
+function serveGoto(notebooks: INotebookTracker): void {
+  const style = document.createElement('style');
+  style.textContent = `.${GOTO} { display: inline-block !important; margin-left: 0.5em; }`;
+  document.head.appendChild(style);
+  notebooks.forEach(follow);
+  notebooks.widgetAdded.connect((_, panel) => follow(panel));
+}
+
+export const gotoPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'agentik-jupyter:goto',
+  description: 'Go to what the agent waits for: a waiting status line scrolls to the approval or diff and focuses it.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => serveGoto(notebooks)
+};

@@ -1,0 +1,127 @@
+"""Run All held at "Queued (1 ahead)" by an approval far up the page: the queued line takes the user there (#22).
+
+JupyterLab and Notebook 7 + headless Debian Chromium + the fake LLM. A notebook whose first
+`%%agent` cell asks to run code, then long filler cells, then a second `%%agent` cell; Run All.
+The second turn queues behind the first, which waits for the approval far above. The queued
+line says so and carries "Go to the approval" (agentik_jupyter/widgets/status.py; the lab
+extension's labextension/src/goto.ts shows it and acts on it): one click scrolls the card into
+view and puts the keyboard on Approve, and Enter answers it; both turns then finish.
+Screenshots in tests/artifacts/goto_<app>_*.png.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator
+
+import pytest
+
+from .test_browser import Lab, notebook_page  # noqa: E402  (skips the module when chromium is missing)
+from .test_browser_notebook import run_cell  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+from agentik_jupyter.testing import Reply  # noqa: E402
+
+NOTEBOOK = "goto_demo.ipynb"
+FILLER = "\n".join(f"filler_{i} = {i}" for i in range(45))
+SOURCES = ["%load_ext agentik_jupyter", "%%agent\nRun the first step.", FILLER, FILLER, FILLER, FILLER,
+           "%%agent\nThen the second step."]
+CELL_LOAD, CELL_FIRST, CELL_QUEUED = 0, 1, len(SOURCES) - 1
+APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebooks/{NOTEBOOK}", False)}
+
+
+@pytest.fixture(params=list(APPS))
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    url_path, reset = APPS[request.param]
+    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-goto",
+                       url_path=url_path, reset=reset) as lab:
+        lab.app = request.param  # type: ignore[attr-defined]  (screenshot names)
+        yield lab
+
+
+@pytest.fixture
+def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with the go-to plugin disabled (labconfig/page_config.json), as in a frontend without it."""
+    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-bare",
+                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+        config = lab.server.log_path.parent / "config" / "labconfig"
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "page_config.json").write_text(json.dumps({"disabledExtensions": {"agentik-jupyter:goto": True}}))
+        lab.page.reload()
+        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+        lab.app = "jupyterlab_without_goto"  # type: ignore[attr-defined]
+        yield lab
+
+
+def shot(lab: Lab, name: str) -> None:
+    lab.shot(f"goto_{lab.app}_{name}")  # type: ignore[attr-defined]
+
+
+def in_view(locator: Any) -> bool:
+    """Whether the element is drawn inside the window and inside the notebook's scrolling box."""
+    return bool(locator.evaluate("""el => {
+        const b = el.getBoundingClientRect();
+        const s = el.closest('.jp-WindowedPanel-outer') || document.scrollingElement;
+        const a = s.getBoundingClientRect();
+        return b.height > 0 && b.top >= Math.max(a.top, 0) && b.bottom <= Math.min(a.bottom, window.innerHeight); }"""))
+
+
+def run_all(lab: Lab) -> None:
+    lab.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    lab.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+def hold_the_queue(lab: Lab) -> Any:
+    """Run All: the first turn waits for approval, the last cell's turn queues behind it; its output."""
+    run_cell(lab, CELL_LOAD)  # (the kernel is ready)
+    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
+                 Reply.text("END-FIRST"), Reply.text("END-SECOND"))
+    run_all(lab)
+    queued = lab.output(CELL_QUEUED)
+    lab.wait(lambda: "Queued (1 ahead): the turn ahead waits for your approval to run run_code" in lab.text(queued),
+             60, "the queued line to say what holds it")
+    return queued
+
+
+def test_the_queued_line_goes_to_the_approval_that_holds_it(lab: Lab) -> None:
+    queued = hold_the_queue(lab)
+    approve = lab.cell(CELL_FIRST).get_by_role("button", name="Approve")
+    go = queued.get_by_role("button", name="Go to the approval")
+    go.scroll_into_view_if_needed(timeout=10_000)
+    lab.wait(lambda: not in_view(approve), 5, "the approval to be out of view (the page is long)")
+    shot(lab, "queued.png")
+
+    go.click()
+    lab.wait(lambda: in_view(approve), 5, "the approval scrolled into view")
+    lab.wait(lambda: approve.evaluate("el => el === document.activeElement"), 5, "the keyboard on Approve")
+    assert "agentik-flash" in str(lab.cell(CELL_FIRST).get_attribute("class"))
+    shot(lab, "went_to_approval.png")
+
+    lab.page.keyboard.press("Enter")  # the keyboard user answers where they landed
+    lab.wait(lambda: "END-FIRST" in lab.text(lab.output(CELL_FIRST)), 30, "the first turn's end")
+    ran = [m for r in lab.srv.requests for m in r.messages if m.get("role") == "tool"]
+    assert ran and "FIRSTRAN" in str(ran[0].get("content")), ran  # approved by Enter: the code ran
+    queued.scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
+    lab.wait(lambda: "END-SECOND" in lab.text(queued), 30, "the queued turn's end")
+    assert not go.count() or not go.is_visible()
+
+
+def test_without_the_extension_the_control_stays_hidden(bare_lab: Lab) -> None:
+    """Where nothing would act on a click (no lab extension) there is no button that does nothing:
+    the line says in words where to act."""
+    lab = bare_lab
+    queued = hold_the_queue(lab)
+    shown = ("() => [...document.styleSheets].some(s => { try { return [...s.cssRules].some("
+             "r => r.cssText.includes('agentik-goto')); } catch { return false; } })")
+    assert lab.page.evaluate(shown) is False  # (the plugin is off)
+    control = queued.locator(".agentik-goto")
+    assert control.count() == 1 and not control.is_visible()
+    assert "in its cell above" in lab.text(queued)
+    queued.scroll_into_view_if_needed()
+    shot(lab, "queued_without_extension.png")
+    lab.cell(CELL_FIRST).get_by_role("button", name="Approve").click()
+    lab.wait(lambda: "END-FIRST" in lab.text(lab.output(CELL_FIRST)), 30, "the first turn's end")
+    queued.scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
+    lab.wait(lambda: "END-SECOND" in lab.text(queued), 30, "the queued turn's end")
