@@ -26,12 +26,9 @@ from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origi
 
 from pydantic import BaseModel, TypeAdapter
 
-from .types import ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
+from .types import DEFAULT_POLICY, ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
 
 T = TypeVar("T")
-
-USER_DEFAULT_POLICY: ApprovalPolicy = "ask"
-"""The policy of a user tool that names none: it may have side effects the user never saw."""
 
 
 class DuplicateToolError(ValueError):
@@ -85,11 +82,10 @@ class ToolRegistry(DefinitionRegistry[ToolDefinition]):
             return self.add(name, replace=replace)
         if item is None:
             raise TypeError(f"register({name!r}) needs the ToolDefinition to register")
-        return super().register(name, _with_default_policy(item), replace=replace)
+        return super().register(name, item, replace=replace)
 
     def add(self, definition: ToolDefinition, *, replace: bool = False) -> ToolDefinition:
-        """Register `definition`; a user tool built without a policy is registered as `ask`."""
-        definition = _with_default_policy(definition)
+        """Register `definition` (one built without a policy asks: `types.DEFAULT_POLICY`)."""
         existing = self.get(definition.name)
         redefinition = (
             existing is not None and existing.origin is not None and existing.origin == definition.origin
@@ -105,13 +101,6 @@ class ToolRegistry(DefinitionRegistry[ToolDefinition]):
         if definition is None:
             raise KeyError(f"No tool named {name!r}.")
         self._items[name] = definition.model_copy(update={"policy": policy})
-
-
-def _with_default_policy(definition: ToolDefinition) -> ToolDefinition:
-    """A user's ToolDefinition that never set `policy` (the model's default is `auto`) asks."""
-    if definition.source != "user" or "policy" in definition.model_fields_set:
-        return definition
-    return definition.model_copy(update={"policy": USER_DEFAULT_POLICY})
 
 
 _SCALARS: dict[type, ParameterType] = {
@@ -213,7 +202,7 @@ def definition_from_function(
     Without a `policy`, a user tool asks before each run; a built-in one runs (`auto`).
     """
     if policy is None:
-        policy = USER_DEFAULT_POLICY if source == "user" else "auto"
+        policy = DEFAULT_POLICY if source == "user" else "auto"
     if thread and inspect.iscoroutinefunction(fn):
         raise TypeError(f"Tool {fn.__name__!r} is async: it runs on the kernel's loop, thread=True does not apply.")
     doc = inspect.getdoc(fn) or ""
@@ -300,7 +289,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    policy: ApprovalPolicy = USER_DEFAULT_POLICY,
+    policy: ApprovalPolicy = DEFAULT_POLICY,
     replace: bool = False,
     registry: ToolRegistry | None = None,
     thread: bool = False,

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 ExecutionState = Literal["idle", "sending", "processing", "responding", "error"]
 ParameterType = Literal["string", "integer", "number", "boolean", "array", "object"]
 ApprovalPolicy = Literal["auto", "ask", "deny"]
+DEFAULT_POLICY: ApprovalPolicy = "ask"
+"""The policy of a tool that names none: it may have side effects the user never saw, so it asks
+before each run. Built-in and MCP definitions state theirs (the registry's, mcp/tools.py)."""
 Role = Literal["user", "assistant", "tool"]
 
 
@@ -134,7 +137,7 @@ class ToolDefinition(BaseModel):
     description: str = ""
     parameters: list[ToolParameter] = Field(default_factory=list)
     execute: ToolFunction = Field(exclude=True)
-    policy: ApprovalPolicy = "auto"
+    policy: ApprovalPolicy = DEFAULT_POLICY
     source: str = "user"
     origin: str | None = Field(default=None, exclude=True)
     thread: bool = Field(default=False, exclude=True)  # a sync tool that runs in a worker thread

@@ -252,7 +252,7 @@ async def test_describe_tools_shows_the_policy_in_effect(monkeypatch: pytest.Mon
     registry = ToolRegistry()
     registry.add(run_code_def())
     registry.add(ToolDefinition(name="list_variables", description="List the user's variables.\nMore.",
-                                execute=lambda: "", source="builtin"))
+                                execute=lambda: "", source="builtin", policy="auto"))
     registry.add(ToolDefinition(name="rm", policy="deny", execute=lambda: "", source="user"))
     gate = ApprovalGate(Card(), timeout=5)
     rows = {r.name: r for r in describe_tools(registry, gate)}
