@@ -38,12 +38,16 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    from .kernel import frontend
     from .kernel.extension import load
 
     load(ipython)
+    frontend.hello()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    from .kernel import frontend
     from .kernel.extension import unload
 
     unload(ipython)
+    frontend.forget()

@@ -8,7 +8,14 @@ proportional to the text received. When the live part's finished Markdown blocks
 seal size, its widget is sealed (never sent again) and a new live part starts. The seal
 size grows with the answer, so a long answer has O(log n) widgets, not one per block.
 `finish()` shows the full text as one rendered widget, so the final state is exact;
-`finish(exact=False)` only stops (for a view a transcript is about to replace).
+`finish(exact=False)` only stops (for a view a transcript is about to replace; a LiveText
+still gets its missing end when that is all it needs).
+
+When the frontend has our lab extension (kernel/frontend.py), the answer streams instead into
+one `LiveText` widget (widgets/live_text.py) that appends: finished blocks cross once, as
+HTML, and each update re-sends only the unfinished tail. Seals then move the part into the
+appended HTML (the widget stays), so a long unfinished block still costs at most MAX_LIVE
+characters an update; the byte budget and the rate are the same.
 """
 
 from __future__ import annotations
@@ -20,10 +27,16 @@ from typing import Callable, Sequence
 
 from ipywidgets import HTML, VBox, Widget
 
+from ..kernel import frontend
+from .live_text import LiveText
 from .markdown import render_markdown
-from .shared import box, html
+from .shared import box, html, layout
 
 RATE_HZ = 12.0
+APPEND_RATE_HZ = 4.0
+"""The rate into a LiveText: an update there carries only the new characters, so its ~110 bytes
+of message (comm id, method, offsets) are most of what it costs beyond the text (a fast model:
+~250 characters an update, 0.4x the text at 12 a second, 0.1x at 4)."""
 MIN_CHARS = 72
 MAX_WAIT_S = 0.5
 SEAL_CHARS = 1_500
@@ -78,9 +91,8 @@ class StreamBuffer:
         seal_chars: int = SEAL_CHARS,
         clock: Clock = time.monotonic,
         place: Place | None = None,
+        append_only: bool | None = None,
     ) -> None:
-        self.min_interval = 1.0 / rate_hz
-        self.min_chars = min_chars
         self.seal_chars = seal_chars
         self.clock = clock
         self.widget: VBox | None = None
@@ -88,8 +100,13 @@ class StreamBuffer:
             self.widget = box(VBox)  # type: ignore[assignment]
             place = self._place_in_box
         self._place = place
-        self.widgets: list[HTML] = []
-        self._live: HTML | None = None
+        self.append_only = frontend.live_text() if append_only is None else append_only
+        """Stream into one LiveText (the frontend has our extension), not into HTML parts."""
+        self.min_interval = 1.0 / (min(rate_hz, APPEND_RATE_HZ) if self.append_only else rate_hz)
+        self.min_chars = min_chars
+        self.widgets: list[HTML | LiveText] = []
+        self._live: HTML | LiveText | None = None
+        self._part_sent = ""  # (append-only: the HTML of this part's finished blocks, sent)
         self._all: list[str] = []
         self._pending: list[str] = []
         self._src = ""
@@ -144,18 +161,19 @@ class StreamBuffer:
         if not source or self._unshown == 0:
             return
         budget = BUDGET_RATIO * self._received + BUDGET_BASE
-        cost = len(source) * self._html_ratio + MSG_OVERHEAD
+        unsent = len(source) - (len(self._head) if self.append_only and source.startswith(self._head) else 0)
+        cost = unsent * self._html_ratio + MSG_OVERHEAD
         if not force and self._sent_bytes + cost > budget:
             self._schedule(SETTLE_S, force=True)
             return
-        rendered = self._render_live(source)
-        self._html_ratio = len(rendered) / len(source)
-        self._show(rendered)
+        head_html, tail_html = self._render_live(source)
+        self._html_ratio = (len(head_html) + len(tail_html)) / len(source)
+        self._show(head_html, tail_html)
         self._last_flush = self.clock()
         self._unshown = 0
 
-    def _render_live(self, source: str) -> str:
-        """The live part rendered: its finished Markdown blocks once each, as they finish (kept
+    def _render_live(self, source: str) -> tuple[str, str]:
+        """The live part rendered (its finished blocks' HTML, its tail's): its finished Markdown blocks once each, as they finish (kept
         as HTML), and its unfinished tail anew. Rendered apart, a block renders as it does in
         the whole but for what spans blocks (a list loosened by a later blank line, a link
         defined further down), as the sealed parts already do; `finish` renders the whole."""
@@ -167,7 +185,15 @@ class StreamBuffer:
             self._head_html += render_markdown(source[done:block_end])
             self._head = source[:block_end]
         tail = source[block_end:]
-        return self._head_html + (render_markdown(tail) if tail else "")
+        return self._head_html, render_markdown(tail) if tail else ""
+
+    def _render_part(self, source: str) -> str:
+        """A part being sealed, rendered; append-only, from the finished blocks already sent,
+        so the part's HTML continues what the frontend has."""
+        if self.append_only and self._head and source.startswith(self._head):
+            rest = source[len(self._head):]
+            return self._head_html + (render_markdown(rest) if rest else "")
+        return render_markdown(source)
 
     def finish(self, exact: bool = True) -> str:
         """Stop streaming; with `exact`, show the full text as one rendered widget. Returns the text."""
@@ -176,7 +202,9 @@ class StreamBuffer:
         self.finished = True
         self._cancel_timer()
         text = self.text
-        if exact:
+        if self.append_only:
+            self._finish_live(text, exact)
+        elif exact:
             old = list(self.widgets)
             final = self._live if self._live is not None else None
             rendered = render_markdown(text) if text else ""
@@ -192,9 +220,38 @@ class StreamBuffer:
             self.updates += 1
         return text
 
+    def _finish_live(self, text: str, exact: bool) -> None:
+        """The LiveText shows exactly the whole text rendered: the missing end appended when
+        what it shows is a start of it (cheap: so even a view a transcript replaces ends on
+        the same text), else, with `exact`, the whole re-sent."""
+        rendered = render_markdown(text) if text else ""
+        live = self._live
+        if live is None or not isinstance(live, LiveText):
+            if text and exact:
+                self._live = LiveText(rendered, layout=layout("tight"))
+                self._place([], [self._live])
+                self.widgets = [self._live]
+                self.updates += 1
+            return
+        if live.shown == rendered:
+            return
+        if rendered.startswith(live.done):
+            sent = live.append(rendered[len(live.done):], "")
+        elif exact:
+            sent = live.reset(rendered)
+        else:
+            return
+        self._sent_bytes += sent + MSG_OVERHEAD
+        self.updates += 1
+
     # ---- parts ----
 
-    def _show(self, rendered: str) -> None:
+    def _show(self, done: str, tail: str, sealed: bool = False) -> None:
+        """Show the live part (its finished blocks' HTML, its tail's); `sealed`: for good."""
+        if self.append_only:
+            self._show_appended(done, tail, sealed)
+            return
+        rendered = done + tail
         self._sent_bytes += len(rendered) + MSG_OVERHEAD
         self.updates += 1
         if self._live is None:
@@ -204,6 +261,28 @@ class StreamBuffer:
             self._place(old, self.widgets)
         else:
             self._live.value = rendered
+        if sealed:
+            self._live = None
+
+    def _show_appended(self, done: str, tail: str, sealed: bool) -> None:
+        """Append what is new of the part's finished blocks, replace the tail. A sealed part's
+        HTML goes to the appended HTML whole, and the next part continues the same widget."""
+        if sealed:
+            done, tail = done + tail, ""
+        self.updates += 1
+        live = self._live
+        if not isinstance(live, LiveText):
+            self._live = LiveText(done, tail, layout=layout("tight"))
+            old = list(self.widgets)
+            self.widgets.append(self._live)
+            self._place(old, self.widgets)
+            sent = len(done) + len(tail)
+        elif done.startswith(self._part_sent):
+            sent = live.append(done[len(self._part_sent):], tail)
+        else:  # (the part renders differently than its start did: show it exactly)
+            sent = live.reset(live.done[:len(live.done) - len(self._part_sent)] + done + tail)
+        self._sent_bytes += sent + MSG_OVERHEAD
+        self._part_sent = "" if sealed else done
 
     def _seal_size(self) -> int:
         return max(self.seal_chars, int(self._sealed * SEAL_GROWTH))
@@ -230,9 +309,8 @@ class StreamBuffer:
                 cut = space + 1 if space > 0 else size
                 fence, opener_line = self._fence, self._carry
             closing = f"\n{fence}\n" if fence else ""
-            part = render_markdown(self._carry + self._src[:cut] + closing)
-            self._show(part)
-            self._live = None
+            part = self._render_part(self._carry + self._src[:cut] + closing)
+            self._show(part, "", sealed=True)
             self._sealed += cut
             self._src = self._src[cut:]
             self._fence, self._carry = fence, opener_line if fence else ""
