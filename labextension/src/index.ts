@@ -9,6 +9,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { gotoPlugin } from './goto';
 import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
+import { liveTextPlugin } from './livetext';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'agentik-jupyter:sessions',
@@ -47,4 +48,4 @@ const notebookPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin, notebookPlugin, gotoPlugin];
+export default [sessionsPlugin, notebookPlugin, liveTextPlugin, gotoPlugin];
