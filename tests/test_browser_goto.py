@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -23,6 +24,7 @@ from .test_browser_notebook import run_cell  # noqa: E402
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 from agentik_jupyter.testing import Reply  # noqa: E402
+from agentik_jupyter.widgets.status import TICK_S  # noqa: E402
 
 NOTEBOOK = "goto_demo.ipynb"
 FILLER = "\n".join(f"filler_{i} = {i}" for i in range(45))
@@ -103,7 +105,7 @@ def test_the_queued_line_goes_to_the_approval_that_holds_it(lab: Lab) -> None:
     lab.wait(lambda: "END-FIRST" in lab.text(lab.output(CELL_FIRST)), 30, "the first turn's end")
     ran = [m for r in lab.srv.requests for m in r.messages if m.get("role") == "tool"]
     assert ran and "FIRSTRAN" in str(ran[0].get("content")), ran  # approved by Enter: the code ran
-    queued.scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
+    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
     lab.wait(lambda: "END-SECOND" in lab.text(queued), 30, "the queued turn's end")
     assert not go.count() or not go.is_visible()
 
@@ -119,9 +121,49 @@ def test_without_the_extension_the_control_stays_hidden(bare_lab: Lab) -> None:
     control = queued.locator(".agentik-goto")
     assert control.count() == 1 and not control.is_visible()
     assert "in its cell above" in lab.text(queued)
-    queued.scroll_into_view_if_needed()
+    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()
     shot(lab, "queued_without_extension.png")
     lab.cell(CELL_FIRST).get_by_role("button", name="Approve").click()
     lab.wait(lambda: "END-FIRST" in lab.text(lab.output(CELL_FIRST)), 30, "the first turn's end")
-    queued.scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
+    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
     lab.wait(lambda: "END-SECOND" in lab.text(queued), 30, "the queued turn's end")
+
+
+def test_the_waiting_line_shows_the_diff_it_waits_on(lab: Lab) -> None:
+    """The issue's "Running edit_cell… 18 s while the diff sits on another cell": the user scrolled
+    back to the asking cell; "Show it" takes them to the diff and puts the keyboard on Accept."""
+    def responder(request: Any) -> Reply:
+        last = request.messages[-1]
+        if last.get("role") == "user":
+            return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
+        found = re.search(r"\[0\] id=(\S+) code", last.get("content", ""))  # the first cell
+        if found:
+            return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": found.group(1),
+                                                                     "new_source": "%load_ext agentik_jupyter\n# tidy"}}])
+        return Reply.text("END-DIFF")
+
+    run_cell(lab, CELL_LOAD)
+    lab.srv.set_responder(responder)
+    run_cell(lab, CELL_QUEUED)
+    proposal = lab.cell(CELL_LOAD).locator(".agentik-proposal")
+    lab.wait(lambda: proposal.count() == 1, 30, "the diff on the first cell")
+    asking = lab.output(CELL_QUEUED)
+    show = asking.get_by_role("button", name="Show it")
+    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # the user went back to the asking cell
+    accept = proposal.get_by_role("button", name="Accept", exact=True)
+    lab.wait(lambda: not in_view(accept), 5, "the diff to be out of view")
+    assert "waiting for your answer on the diff on cell 1" in lab.text(asking)
+    # A slow click: the line re-renders (its elapsed time ticks) between press and release.
+    pressed = show.element_handle()
+    box = show.bounding_box()
+    lab.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    lab.page.mouse.down()
+    time.sleep(TICK_S + 0.3)
+    lab.page.mouse.up()
+    assert not pressed.evaluate("el => el.isConnected")  # (the button pressed is gone: no click event)
+    lab.wait(lambda: in_view(accept), 5, "the diff scrolled into view")
+    lab.wait(lambda: accept.evaluate("el => el === document.activeElement"), 5, "the keyboard on Accept")
+    shot(lab, "went_to_diff.png")
+    proposal.get_by_role("button", name="Reject").click()
+    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()
+    lab.wait(lambda: "END-DIFF" in lab.text(asking), 30, "the turn's end")

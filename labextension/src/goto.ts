@@ -74,17 +74,33 @@ async function reveal(panel: NotebookPanel, target: ITarget): Promise<void> {
   target.button.focus({ preventScroll: true });
 }
 
+/**
+ * Act on the control. A waiting turn's line re-renders every second (its elapsed time), replacing
+ * the button: a mouse press and release that straddle a re-render land on two nodes, and the browser
+ * then sends no click to either. So a pointer acts on its release over the control; the keyboard
+ * (Enter, Space) on the click it sends (`detail` 0).
+ */
 function follow(panel: NotebookPanel): void {
-  panel.content.node.addEventListener('click', event => {
+  const act = (event: Event): void => {
     const control = (event.target as Element | null)?.closest?.(`.${GOTO}`);
     if (!control) {
       return;
     }
     event.preventDefault();
-    event.stopPropagation(); // the click is ours: not a cell selection
+    event.stopPropagation(); // ours: not a cell selection
     const target = pendingAnswer(panel, control.getAttribute('data-agentik-goto') ?? '', control);
     if (target) {
       void reveal(panel, target);
+    }
+  };
+  panel.content.node.addEventListener('pointerup', event => {
+    if (event.button === 0) {
+      act(event);
+    }
+  });
+  panel.content.node.addEventListener('click', event => {
+    if (event.detail === 0) {
+      act(event);
     }
   });
 }
