@@ -1,9 +1,11 @@
-"""The quickstart as a new user first sees it: opened in JupyterLab, nothing run yet.
+"""The quickstart as a new user first sees it: opened in JupyterLab and in Notebook 7, nothing run yet.
 
 Its saved outputs must render (every turn's transcript, no widget errors) and opening it
-must not change it: a tab that is "modified" the moment it opens (JupyterLab rewriting the
-kernelspec, the language info or the widget state) tells the user they changed something.
-Screenshots land in tests/artifacts/.
+must not change it: a notebook that is "modified" the moment it opens (the app rewriting the
+kernelspec, the language info or the widget state) tells the user they changed something
+(JupyterLab marks the tab; Notebook 7 warns when the page is left: browser_apps.unsaved_changes).
+The features the quickstart names are walked live in test_browser_demo.py.
+Screenshots: tests/artifacts/<app>_quickstart_*.png.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Iterator
 import nbformat
 import pytest
 
+from .browser_apps import APPS, is_notebook7, reset, shot, unsaved_changes, url_path
 from .test_browser import (
     QUICKSTART,
     TRANSCRIPT,
@@ -28,20 +31,26 @@ from agentik_jupyter.testing import FakeLLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
-DIRTY_TAB = ".lm-TabBar-tab.jp-mod-dirty"
+# the kernel is idle: the toolbar's execution indicator (both apps), Notebook 7's kernel status
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-NotebookKernelStatus:has-text('Idle')"
 
 
-@pytest.fixture(scope="module")
-def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    tmp = tmp_path_factory.mktemp("quickstart")
+@pytest.fixture(scope="module", params=APPS)
+def opened(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    app = str(request.param)
+    tmp = tmp_path_factory.mktemp(f"quickstart-{app}")
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
     shutil.copy(QUICKSTART, root / QUICKSTART.name)
+    artifact = f"{app}-quickstart"
     with FakeLLMServer() as srv, \
-            lab_server(root, home, srv, artifact="quickstart", AGENTIK_DB_PATH=str(tmp / "q.agentik.db")) as server, \
-            browser_lab(srv, server, artifact="quickstart", height=1300) as lab:
-        lab.page.goto(f"{server.url}/lab/tree/{QUICKSTART.name}?reset&token={server.token}", timeout=30_000)
+            lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "q.agentik.db")) as server, \
+            browser_lab(srv, server, artifact=artifact, height=1300) as lab:
+        query = "reset&" if reset(app) else ""
+        lab.page.goto(f"{server.url}{url_path(app, QUICKSTART.name)}?{query}token={server.token}", timeout=30_000)
         lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+        lab.app = app  # type: ignore[attr-defined]
+        assert is_notebook7(lab) == (app == "notebook7")
         yield lab
 
 
@@ -53,7 +62,7 @@ def test_the_saved_quickstart_renders_every_turn(opened: Lab) -> None:
     text = lab.text(lab.page.locator(".jp-Notebook"))
     assert WIDGET_ERROR not in text
     assert "You asked" not in text and "image(s) the tool results" not in text
-    lab.shot("quickstart_opened.png")
+    shot(lab, "quickstart_opened.png")
 
 
 def test_a_turn_whose_tool_failed_is_not_shown_done(opened: Lab) -> None:
@@ -65,9 +74,7 @@ def test_a_turn_whose_tool_failed_is_not_shown_done(opened: Lab) -> None:
 
 def test_opening_the_quickstart_leaves_it_unmodified(opened: Lab) -> None:
     lab = opened
-    lab.wait(lambda: lab.page.get_by_text("| Idle").count() > 0, 60, "the kernel to start")
-    time.sleep(3)  # what JupyterLab does once the kernel is ready (language info, widget restore) has happened
-    dirty = lab.page.locator(DIRTY_TAB).count()
-    if dirty:
-        lab.shot("quickstart_dirty.png")
-    assert dirty == 0, "the quickstart's tab is marked modified right after opening it"
+    lab.wait(lambda: lab.page.locator(IDLE).count() > 0, 60, "the kernel to start")
+    time.sleep(3)  # what the app does once the kernel is ready (language info, widget restore) has happened
+    shot(lab, "quickstart_idle.png")
+    assert not unsaved_changes(lab), "the quickstart holds unsaved changes right after opening it"
