@@ -138,7 +138,11 @@ async def read_ahead(response: httpx2.Response, url: str, assembly: StreamAssemb
         waking.clear()
 
     async def gather(seconds: float) -> None:
-        """Let more chunks arrive for `seconds`, unless the body ends first."""
+        """Let more chunks arrive for `seconds`, unless the body ends first.
+
+        A future and a timer: an `asyncio.Event` awaited with `wait_for` (a task per pause on
+        Python 3.11) or under `asyncio.timeout` (a cancellation per pause) costs 4-8 µs more
+        per pause, and neither measured as fast in `python -m bench paced_turns kernel_turns`."""
         pause = loop.create_future()
         waking.append(pause)
         timer = loop.call_later(seconds, wake)
