@@ -27,6 +27,7 @@ from agentik_jupyter.testing import Reply  # noqa: E402
 NOTEBOOK = "one_look.ipynb"
 QUESTION = "Describe the units by region."
 DARK_QUESTION = "Describe them again, in the dark."
+WAIT_QUESTION = "Describe them, and I wait for you."
 
 
 def answer(tag: str) -> str:
@@ -36,8 +37,9 @@ def answer(tag: str) -> str:
             + f"\n\n{tag}")
 
 
-SOURCES = ["%load_ext agentik_jupyter", "%agent panel", f"%%agent\n{QUESTION}", f"%%agent\n{DARK_QUESTION}"]
-CELL_LOAD, CELL_PANEL, CELL_ASK, CELL_DARK = range(4)
+SOURCES = ["%load_ext agentik_jupyter", "%agent panel", f"%%agent\n{QUESTION}", f"%%agent\n{DARK_QUESTION}",
+           f"%%agent --wait\n{WAIT_QUESTION}"]
+CELL_LOAD, CELL_PANEL, CELL_ASK, CELL_DARK, CELL_WAIT = range(5)
 APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebooks/{NOTEBOOK}", False)}
 
 # The question's text and the answer's first paragraph under `scope` of the output: computed
@@ -90,9 +92,16 @@ def shot(lab: Lab, name: str, at: Any = None) -> None:
     lab.shot(f"one_look_{lab.app}_{name}.png", at=at)  # type: ignore[attr-defined]
 
 
+DESCRIBE = """out => [...out.querySelectorAll('*')].filter(e => typeof e.className === 'string' && e.className)
+  .map(e => e.className).slice(0, 30).join(' | ')"""
+
+
 def measure(lab: Lab, cell: int, scope: str, question: str, what: str) -> dict[str, Any]:
     out = lab.output(cell)
-    return dict(lab.wait(lambda: out.evaluate(MEASURE, [scope, question]), 30, what))
+    try:
+        return dict(lab.wait(lambda: out.evaluate(MEASURE, [scope, question]), 30, what))
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the output holds: {out.evaluate(DESCRIBE)}") from None
 
 
 def paced(lab: Lab, tag: str) -> None:
@@ -120,6 +129,28 @@ def test_1_the_transcript_replaces_the_live_view_without_a_jump(lab: Lab) -> Non
     after = measure(lab, CELL_ASK, ".jp-AgentikTranscript", QUESTION, "the transcript's question and first paragraph")
     shot(lab, "transcript", at=transcript)
     assert {"agentik-assistant", "jp-RenderedHTMLCommon", "jp-RenderedMarkdown"} <= set(live["answerClasses"].split())
+    for name in ("question", "answer"):
+        assert after[name]["font"] == live[name]["font"], (name, live[name], after[name])
+        moved = [abs(a - b) for a, b in zip(after[name]["box"], live[name]["box"])]
+        assert max(moved) <= 2, (name, live[name]["box"], after[name]["box"])
+
+
+def start_cell(lab: Lab, index: int) -> None:
+    """Shift+Enter on a cell, without waiting for its end (a `--wait` cell's number comes then)."""
+    lab.cell(index).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Shift+Enter")
+    lab.wait(lambda: "*" in lab.text(lab.cell(index).locator(".jp-InputArea-prompt")), 10, f"cell {index} running")
+
+
+def test_1b_a_waited_turns_transcript_follows_its_view_without_a_jump(lab: Lab) -> None:
+    """`--wait`: the transcript is a second output under the view's place, which empties."""
+    paced(lab, "END-WAIT")
+    start_cell(lab, CELL_WAIT)
+    live = measure(lab, CELL_WAIT, ".agentik-live", WAIT_QUESTION, "the waited turn's live view")
+    shot(lab, "wait_live", at=lab.output(CELL_WAIT))
+    ended(lab, CELL_WAIT, "END-WAIT")
+    after = measure(lab, CELL_WAIT, ".jp-AgentikTranscript", WAIT_QUESTION, "the waited turn's transcript")
+    shot(lab, "wait_transcript", at=lab.output(CELL_WAIT))
     for name in ("question", "answer"):
         assert after[name]["font"] == live[name]["font"], (name, live[name], after[name])
         moved = [abs(a - b) for a, b in zip(after[name]["box"], live[name]["box"])]
