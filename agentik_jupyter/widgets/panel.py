@@ -23,7 +23,7 @@ from .approval_card import ApprovalCard
 from .body import TurnBody, error_html, question_html
 from .cards import ToolCard
 from .markdown import escape, render_markdown
-from .shared import ANSWER_CLASSES
+from .shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
 from .protocol import ApprovalRequestLike, SessionLike
 from .status import ErrorBanner, StatusLine
 from .suggestions import MentionSuggestions
@@ -79,9 +79,10 @@ class ChatPanel:
         self.suggestions = MentionSuggestions(self.input, lambda: getattr(session, "name_suggester", None))
         self._submit_due = False
         self._submit_timer: asyncio.TimerHandle | None = None
-        self.send_button = Button(description="Send", button_style="primary", icon="paper-plane")
+        # JupyterLab's accept / plain buttons (index.css), as the cards', not ipywidgets' own colours
+        self.send_button = Button(description="Send", icon="paper-plane", _dom_classes=ACCEPT_CLASSES)
         self.send_button.on_click(main_thread_callback(lambda _: self.send()))
-        self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy)
+        self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES)
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
         self.widget = VBox(children=(
             self.title, self.older_button, self.scroller, self.banner.widget,

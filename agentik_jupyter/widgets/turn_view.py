@@ -23,7 +23,7 @@ from .approval_card import ApprovalCard
 from .body import TurnBody, question_html
 from .protocol import ApprovalRequestLike, SessionLike
 from .publish import update_now
-from .shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
+from .shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
 from .status import StatusLine
 from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -144,7 +144,8 @@ class TurnView:
             return
         self._built = True
         self.status = StatusLine(self.session.agent_store, clock=self.clock)
-        self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn")
+        self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn",
+                                  _dom_classes=PLAIN_CLASSES)
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
         self.header = html(question_html(self.question))
         self.footer = box(HBox, (self.status.widget, self.stop_button))
