@@ -31,7 +31,7 @@ DECISIONS: dict[str, str] = {
 RECAP_LINES = 20  # a card this long (the panel scrolls it to its end) repeats its size above the buttons
 FOLD_CHARS = 400  # an argument longer than this is folded (a click opens it), never cut
 # No max-height: a scroll box lets a payload sit below what the user reads before approving.
-PRE_STYLE = "border:1px solid #ddd;padding:4px;margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere"
+PRE_STYLE = "border:1px solid var(--jp-border-color2,#ddd);padding:4px;margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere"
 SIZE_STYLE = "color:var(--jp-ui-font-color2,#666);font-size:90%"
 
 
