@@ -9,21 +9,52 @@
 import { JSONObject } from '@lumino/coreutils';
 import { Kernel } from '@jupyterlab/services';
 
+import { el } from './renderer';
+
 export const CONTROL_TARGET = 'agentik.control';
 /** The only code the sidebar ever runs: fixed text, nothing from the sessions file. */
 export const LOAD_CODE = '%load_ext agentik_jupyter';
-const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/**
+ * The one rule for an id that travels to the kernel, a session's or a cell's (JupyterLab's cell
+ * ids are uuids): a plain token, as agentik_jupyter/ids.py's SESSION_ID_PATTERN; the server and
+ * the kernel check the same.
+ */
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** Whether `value` may be a session id (the server and the kernel apply the same rule). */
-export function isSessionId(value: unknown): value is string {
-  return typeof value === 'string' && SESSION_ID.test(value);
+function isId(value: unknown): value is string {
+  return typeof value === 'string' && ID.test(value);
 }
 
-/** What a cell id may be when it travels to the kernel (JupyterLab's are uuids; the kernel checks the same). */
-const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Whether `value` may be a session id. */
+export const isSessionId = isId;
+/** Whether `value` may be a cell id the kernel accepts. */
+export const isCellId = isId;
 
-export function isCellId(value: unknown): value is string {
-  return typeof value === 'string' && CELL_ID.test(value);
+/**
+ * The button offered when the kernel has no agentik loaded: it runs the fixed `LOAD_CODE`
+ * (nothing from a file in it), then `retry` (the sidebar's Continue here, Fix with agent).
+ * `say` tells the user what happens meanwhile.
+ */
+export function loadThenRetry(
+  kernel: Kernel.IKernelConnection,
+  then: string,
+  retry: () => Promise<void>,
+  say: (text: string) => void
+): HTMLButtonElement {
+  const label = `Load it (${LOAD_CODE})${then}`;
+  const load = el('button', 'jp-Button jp-mod-styled agentik-load-extension', label) as HTMLButtonElement;
+  load.type = 'button';
+  load.addEventListener('click', () => {
+    say('Loading the agentik extension in the kernel\u2026');
+    void kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }).done.then(reply => {
+      if (reply.content.status !== 'ok') {
+        say(`Could not load the extension in the kernel (${reply.content.status}).`);
+        return;
+      }
+      return retry();
+    });
+  });
+  return load;
 }
 
 export type ControlRequest =

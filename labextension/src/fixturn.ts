@@ -14,7 +14,8 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { Panel, PanelLayout, Widget } from '@lumino/widgets';
 
-import { askKernel, isCellId, LOAD_CODE, NotLoadedError } from './control';
+import { askKernel, isCellId, loadThenRetry, NotLoadedError } from './control';
+import { el } from './renderer';
 
 const FIX_BUTTON = 'agentik-fix-button';
 const FIX_TURN = 'agentik-fix-turn';
@@ -32,13 +33,9 @@ class FixTurn extends Panel {
   constructor(private readonly rendermime: IRenderMimeRegistry) {
     super();
     this.addClass(FIX_TURN);
-    const heading = document.createElement('div');
-    heading.className = 'agentik-fix-turn-heading';
-    const note = document.createElement('span');
-    note.textContent = 'Fix with agent \u2014 shown here while the notebook is open, not saved in it';
-    const dismiss = document.createElement('button');
-    dismiss.className = 'jp-Button jp-mod-styled agentik-fix-dismiss';
-    dismiss.textContent = 'Dismiss';
+    const heading = el('div', 'agentik-fix-turn-heading');
+    const note = el('span', '', 'Fix with agent \u2014 shown here while the notebook is open, not saved in it');
+    const dismiss = el('button', 'jp-Button jp-mod-styled agentik-fix-dismiss', 'Dismiss');
     dismiss.title = 'Hide this view (the turn goes on; the session keeps it)';
     dismiss.onclick = () => this.dispose();
     heading.append(note, dismiss);
@@ -53,9 +50,7 @@ class FixTurn extends Panel {
   }
 
   say(text: string): void {
-    const line = document.createElement('div');
-    line.className = 'agentik-fix-status';
-    line.textContent = text;
+    const line = el('div', 'agentik-fix-status', text);
     this.addWidget(new Widget({ node: line }));
   }
 
@@ -108,28 +103,21 @@ class FixTurn extends Panel {
 
 /** "Fix with agent" and a line saying what happened when it could not start. */
 class FixButton extends Widget {
-  readonly button = document.createElement('button');
-  private readonly status = document.createElement('span');
+  readonly button = el('button', 'jp-Button jp-mod-styled jp-mod-accept', 'Fix with agent') as HTMLButtonElement;
+  private readonly status = el('span', 'agentik-fix-status');
 
   constructor(onClick: () => Promise<void>) {
     super();
     this.addClass(FIX_BUTTON);
-    this.button.className = 'jp-Button jp-mod-styled jp-mod-accept';
-    this.button.textContent = 'Fix with agent';
     this.button.title = 'Ask the agent to find the cause and propose a fix on the cell (no cell is added)';
     this.button.onclick = () => void onClick();
-    this.status.className = 'agentik-fix-status';
     this.node.append(this.button, this.status);
   }
 
-  say(text: string, action?: { label: string; run: () => void }): void {
+  say(text: string, ...actions: HTMLElement[]): void {
     this.status.textContent = text;
-    if (action) {
-      const b = document.createElement('button');
-      b.className = 'jp-Button jp-mod-styled agentik-load-extension';
-      b.textContent = action.label;
-      b.onclick = () => action.run();
-      this.status.append(' ', b);
+    if (actions.length) {
+      this.status.append(' ', ...actions);
     }
   }
 }
@@ -172,13 +160,8 @@ async function startFix(notebook: Notebook, cellId: string, button: FixButton): 
   } catch (error) {
     turn.dispose();
     if (error instanceof NotLoadedError) {
-      button.say(error.message, {
-        label: `Load it (${LOAD_CODE}) and fix`,
-        run: () =>
-          void kernel
-            .requestExecute({ code: LOAD_CODE, silent: true, store_history: false })
-            .done.then(() => startFix(notebook, cellId, button))
-      });
+      const say = (text: string): void => button.say(text);
+      button.say(error.message, loadThenRetry(kernel, ' and fix', () => startFix(notebook, cellId, button), say));
     } else {
       button.say(error instanceof Error ? error.message : String(error));
     }

@@ -22,7 +22,7 @@ import {
   listSessionsPage,
   renameSession
 } from './api';
-import { askKernel, isSessionId, LOAD_CODE, NotLoadedError } from './control';
+import { askKernel, isSessionId, loadThenRetry, NotLoadedError } from './control';
 import { historyEntries, prependPage, turns } from './history';
 import { el, RenderContext, renderEntries } from './renderer';
 
@@ -376,27 +376,12 @@ export class SessionsSidebar extends Widget {
       this.say(`The next %%agent cell continues “${label}”.`);
     } catch (error) {
       if (error instanceof NotLoadedError) {
-        const load = button(`Load it (${LOAD_CODE})`, 'agentik-load-extension', () => void this.loadThenContinue(session));
+        const load = loadThenRetry(kernel, '', () => this.continueHere(session), text => this.say(text));
         this.say(`${error.message} `, load);
       } else {
         this.say(`Could not continue “${label}”: ${(error as Error).message}`);
       }
     }
-  }
-
-  /** Run the fixed `%load_ext agentik_jupyter` (no data from the file in it), then continue. */
-  private async loadThenContinue(session: ISessionInfo): Promise<void> {
-    const kernel = this.kernel();
-    if (!kernel) {
-      return;
-    }
-    this.say('Loading the agentik extension in the kernel…');
-    const reply = await kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }).done;
-    if (reply.content.status !== 'ok') {
-      this.say(`Could not load the extension in the kernel (${reply.content.status}).`);
-      return;
-    }
-    await this.continueHere(session);
   }
 
   // ---- one session's history ----
