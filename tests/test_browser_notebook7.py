@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from .browser_apps import is_notebook7, url_path
 from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
     Lab,
     notebook_page,
@@ -33,7 +34,7 @@ EDITED = "rate = 2  # from the agent"
 @pytest.fixture(scope="module")
 def nb7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="notebook7-edits",
-                       url_path=f"/notebooks/{NOTEBOOK}", reset=False) as lab:
+                       url_path=url_path("notebook7", NOTEBOOK), reset=False) as lab:
         time.sleep(2.0)
         # Notebook 7.6 itself logs "Cannot read properties of undefined (reading 'schema')" while the
         # page loads, with the agentik extension disabled too: only errors after the load count.
@@ -55,7 +56,7 @@ def ask_edit(lab: Lab, cell_id: str, answer: str) -> None:
 
 def test_1_in_notebook7_reject_leaves_the_cell_and_the_model_is_told(nb7: Lab) -> None:
     lab = nb7
-    assert lab.page.locator(".jp-LabShell").count() == 0  # Notebook 7, not JupyterLab
+    assert is_notebook7(lab)
     run_cell(lab, CELL_LOAD)
     lab.srv.push(Reply.tool_calls([{"name": "read_notebook", "args": {}}]), Reply.text("Read. END-READ"))
     run_cell(lab, CELL_ASK)
