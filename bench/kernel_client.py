@@ -3,6 +3,11 @@
 `run()` sends one execute request and blocks on iopub until the request's `idle`: the time is
 what a frontend waits for the cell, and the messages are what it receives meanwhile (the
 kernel's `status` and `execute_input` echoes left out: every cell has those).
+
+With `frontend=` the client answers the kernel's frontend handshake (kernel/frontend.py) the
+way our lab extension does (labextension/src/livetext.ts): a turn then streams as it would in
+JupyterLab with the extension. Without it the client is a frontend without the extension
+(VS Code, nbclient): the kernel keeps ipywidgets' own widgets.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import queue
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -76,7 +82,7 @@ def cpu_clock(pid: int) -> int:
 class BenchKernel:
     """A python3 kernel in a temporary folder (its sessions file lands there)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], frontend: dict[str, int] | None = None) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="agentik-bench-")
         self.km = KernelManager(kernel_name="python3")
         self.km.start_kernel(env=env, cwd=self.dir.name, extra_arguments=["--HistoryManager.hist_file=:memory:"])
@@ -84,6 +90,7 @@ class BenchKernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=KERNEL_START_S)
         self.stray: list[dict[str, Any]] = []
+        self.frontend = frontend
         pid = getattr(self.km.provisioner, "pid", None)  # (a local kernel: its process)
         self._cpu = cpu_clock(pid) if isinstance(pid, int) else None
 
@@ -110,6 +117,7 @@ class BenchKernel:
             if remaining <= 0:
                 raise TimeoutError(f"cell not idle within {timeout} s")
             msg = self.kc.get_iopub_msg(timeout=remaining)
+            self._answer_hello(msg)
             if on_message is not None:
                 on_message(msg)
             parent = msg["parent_header"].get("msg_id")
@@ -143,6 +151,15 @@ class BenchKernel:
             except queue.Empty:
                 break
         return got
+
+    def _answer_hello(self, msg: dict[str, Any]) -> None:
+        """The extension's answer to the kernel's hello: a comm of the frontend's own, with its features."""
+        if self.frontend is None or msg["msg_type"] != "comm_open" or \
+                msg["content"].get("target_name") != "agentik.frontend":
+            return
+        reply = self.kc.session.msg("comm_open", {"comm_id": uuid.uuid4().hex, "target_name": "agentik.frontend.reply",
+                                                  "data": dict(self.frontend)})
+        self.kc.shell_channel.send(reply)
 
     def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})

@@ -16,6 +16,12 @@ pair. At this pace both cells last as long as the stream, so what a turn costs s
 - `cpu_ratio`: the kernel process's CPU time (all threads, read from outside) from the execute
   request to the cell's idle, against the raw read cell's.
 
+`plain` and `tool_call` are turns in JupyterLab with our extension: the bench's client answers
+the kernel's frontend handshake as the extension does (bench/kernel_client.py), so the answer
+streams into the append-only LiveText widget. `plain_without_extension` is the same plain turn
+in a second kernel whose client does not answer (VS Code, nbclassic, nbclient): ipywidgets' HTML
+widgets, whose every update re-sends the live part.
+
 `tool_call` is a turn whose model first calls a user `@tool` (a plain synchronous function,
 `policy="auto"`: it may hold the kernel's loop, so the live view is built before it runs), then
 answers; both responses are paced and thought about, and the raw cell reads the same two.
@@ -30,9 +36,10 @@ import time
 from typing import Any
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
 
-from .kernel_client import PLUMBING, BenchKernel, kernel_environ, message_bytes
-from .kernel_turns import AGENT_CELL, ANSWER, CHUNK, SETUP, _checked
+from .kernel_client import PLUMBING, BenchKernel, Cell, kernel_environ, message_bytes
+from .kernel_turns import AGENT_CELL, ANSWER, CHUNK, SETUP
 
 PACE_HZ = 250.0
 THINK_S = 0.3
@@ -48,6 +55,14 @@ SHOWN = {"display_data", "update_display_data", "comm_open", "comm_msg", "stream
 FIRST_WORD = re.compile(r"(?<![A-Za-z])" + re.escape(ANSWER.split()[0]) + r"(?![A-Za-z])")
 """The answer's first word as it starts the answer (capitalised: the question and the view's
 other texts do not hold it)."""
+
+
+def _checked(cell: Cell) -> None:
+    """The cell's saved transcript holds the exact answer (in its JSON or its HTML)."""
+    bundles = [m["content"]["data"] for m in cell.messages
+               if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})]
+    if not bundles or not holds_answer(bundles[-1], ANSWER):
+        raise RuntimeError(f"the turn's transcript does not hold the exact answer: {cell.text[:300]}")
 
 
 def _replies(tool: bool, think: bool = True) -> list[Reply]:
@@ -106,7 +121,7 @@ def _first_words(cells: list[PacedCell], name: str) -> dict[str, float | None]:
             f"{name}_max_s": round(max(firsts), 4) if firsts else None}
 
 
-def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[str, Any]:
+def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool, at_once_too: bool = True) -> dict[str, Any]:
     requests = 2 if tool else 1
     raws: list[PacedCell] = []
     turns: list[PacedCell] = []
@@ -119,7 +134,7 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
             raws.append(raw)
             turns.append(turn)
     at_once: list[PacedCell] = []
-    for _ in range(0 if tool else REPEATS):  # the model answers at once, at its pace
+    for _ in range(REPEATS if at_once_too and not tool else 0):  # the model answers at once, at its pace
         server.push(*_replies(tool, think=False))
         at_once.append(_run(kernel, server, AGENT_CELL, agent=True))
     raw_cpu, turn_cpu = _median([c.cpu_s for c in raws]), _median([c.cpu_s for c in turns])
@@ -135,15 +150,28 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
     }
 
 
+EXTENSION = {"live_text": 1}
+"""What our lab extension answers to the kernel's frontend handshake."""
+
+
 def paced_turns() -> dict[str, dict[str, Any]]:
-    """Both paced workloads in one kernel; every turn's transcript must hold the exact answer."""
+    """Both paced workloads in one kernel whose client answers as our extension, then the plain
+    one in a kernel whose client does not; every turn's transcript must hold the exact answer."""
     with FakeLLMServer(pace=PACE_HZ) as server:
-        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"), frontend=EXTENSION)
         try:
             kernel.run(SETUP)
             kernel.run(TOOL_SETUP)
+            if not kernel.value("__import__('agentik_jupyter.kernel.frontend').kernel.frontend.live_text()"):
+                raise RuntimeError("the kernel did not take the frontend's answer")
             plain = _measure(kernel, server, tool=False)
             with_tool = _measure(kernel, server, tool=True)
         finally:
             kernel.close()
-    return {"plain": plain, "tool_call": with_tool}
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            fallback = _measure(kernel, server, tool=False, at_once_too=False)
+        finally:
+            kernel.close()
+    return {"plain": plain, "tool_call": with_tool, "plain_without_extension": fallback}
