@@ -9,8 +9,10 @@ as the transcript that replaces it. Screenshots in tests/artifacts/live_text_<ap
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Iterator
+import urllib.request
+from typing import Iterator
 
 import pytest
 
@@ -116,3 +118,25 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
     for text in shown:  # each state is a start of the answer (the unfinished word may differ)
         assert final.startswith(text[: max(0, len(text) - 30)]), (text, final)
     assert shown[-1] == final  # the live text ends on the transcript's text: no jump
+
+
+def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None:
+    """The hello's target stays registered on the notebook's kernel connection across a restart."""
+    def api(path: str, method: str = "GET") -> object:
+        request = urllib.request.Request(f"{lab.server.url}{path}?token={lab.server.token}", method=method,
+                                         data=b"{}" if method == "POST" else None)
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return json.loads(reply.read() or b"null")
+
+    (session,) = api("/api/sessions")  # type: ignore[misc]
+    kernel = f"/api/kernels/{session['kernel']['id']}"
+    api(f"{kernel}/restart", "POST")
+    lab.wait(lambda: api(kernel)["execution_state"] == "idle", 30, "the restarted kernel")  # type: ignore[index]
+    lab.page.wait_for_timeout(1_000)  # (the page hears of the restart on its websocket)
+    answered = lab.output(CELL_ANSWERED)
+    run(lab, CELL_ANSWERED)  # (a new kernel: nothing loaded, nothing learnt)
+    lab.wait(lambda: "ModuleNotFoundError" not in lab.text(answered) and "live text: False" in lab.text(answered),
+             20, "the restarted kernel not to know the extension before %load_ext")
+    run(lab, CELL_LOAD)
+    run(lab, CELL_ANSWERED)
+    lab.wait(lambda: "live text: True" in lab.text(answered), 20, "the restarted kernel to know the extension")
