@@ -81,6 +81,7 @@ def hold_the_queue(lab: Lab) -> Any:
     lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
                  Reply.text("END-FIRST"), Reply.text("END-SECOND"))
     run_all(lab)
+    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # the user is at the end of the page (a cell out of view is not drawn)
     queued = lab.output(CELL_QUEUED)
     lab.wait(lambda: "Queued (1 ahead): the turn ahead waits for your approval to run run_code" in lab.text(queued),
              60, "the queued line to say what holds it")
@@ -167,3 +168,33 @@ def test_the_waiting_line_shows_the_diff_it_waits_on(lab: Lab) -> None:
     proposal.get_by_role("button", name="Reject").click()
     lab.cell(CELL_QUEUED).scroll_into_view_if_needed()
     lab.wait(lambda: "END-DIFF" in lab.text(asking), 30, "the turn's end")
+
+
+@pytest.fixture
+def windowed_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab whose notebook keeps only the cells in view in the page (windowingMode "full")."""
+    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-windowed",
+                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+        settings = lab.server.log_path.parent / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "full"}))
+        lab.page.reload()
+        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+        lab.app = "jupyterlab_windowed"  # type: ignore[attr-defined]
+        yield lab
+
+
+def test_a_windowed_notebook_brings_the_card_back_into_the_page(windowed_lab: Lab) -> None:
+    """With windowing the card's cell, far up, is not drawn (hidden or out of the page): the notebook scrolls to it first."""
+    lab = windowed_lab
+    queued = hold_the_queue(lab)
+    approve = lab.page.get_by_role("button", name="Approve")  # (the only one)
+    go = queued.get_by_role("button", name="Go to the approval")
+    go.scroll_into_view_if_needed(timeout=10_000)
+    lab.wait(lambda: approve.count() == 0, 10, "the card's cell to leave the page (hidden or detached)")
+    go.click()
+    lab.wait(lambda: approve.count() == 1 and in_view(approve), 5, "the approval back in the page, in view")
+    lab.wait(lambda: approve.evaluate("el => el === document.activeElement"), 5, "the keyboard on Approve")
+    shot(lab, "windowed_went_to_approval.png")
+    lab.page.keyboard.press("Enter")
+    lab.wait(lambda: lab.srv.pending == 0, 60, "both turns to finish")

@@ -58,12 +58,19 @@ function flash(node: HTMLElement): void {
   window.setTimeout(() => node.classList.remove(FLASH), FLASH_MS);
 }
 
+/** In the page and drawn (a windowed notebook hides or detaches the cells out of view). */
+const drawn = (node: HTMLElement): boolean => node.isConnected && node.getClientRects().length > 0;
+
 const frame = (): Promise<void> => new Promise(resolve => requestAnimationFrame(() => resolve()));
 
 /** Scroll the answer's control to the middle of the notebook, flash its cell, focus it. */
 async function reveal(panel: NotebookPanel, target: ITarget): Promise<void> {
-  if (!target.button.isConnected) {
+  if (!drawn(target.button)) {
+    // A windowed notebook ("full") draws only the cells in view: bring the cell in first.
     await panel.content.scrollToItem(target.index, 'center').catch(() => undefined);
+    for (let wait = 0; wait < 60 && !drawn(target.button); wait++) {
+      await frame();
+    }
   }
   // Cells between may be drawn at an estimated height until scrolled past: settle, then again.
   for (let pass = 0; pass < 2; pass++) {
