@@ -12,10 +12,11 @@ size grows with the answer, so a long answer has O(log n) widgets, not one per b
 still gets its missing end when that is all it needs).
 
 When the frontend has our lab extension (kernel/frontend.py), the answer streams instead into
-one `LiveText` widget (widgets/live_text.py) that appends: finished blocks cross once, as
-HTML, and each update re-sends only the unfinished tail. Seals then move the part into the
-appended HTML (the widget stays), so a long unfinished block still costs at most MAX_LIVE
-characters an update; the byte budget and the rate are the same.
+one `LiveText` widget (widgets/live_text.py) that appends: each update carries only what
+changed (finished blocks once, as HTML; of the unfinished tail, its new end), at most
+APPEND_RATE_HZ times a second. Seals then move the part into the appended HTML (the widget
+stays), so a long unfinished block still costs at most MAX_LIVE characters an update; the byte
+budget is the same.
 """
 
 from __future__ import annotations
@@ -173,10 +174,11 @@ class StreamBuffer:
         self._unshown = 0
 
     def _render_live(self, source: str) -> tuple[str, str]:
-        """The live part rendered (its finished blocks' HTML, its tail's): its finished Markdown blocks once each, as they finish (kept
-        as HTML), and its unfinished tail anew. Rendered apart, a block renders as it does in
-        the whole but for what spans blocks (a list loosened by a later blank line, a link
-        defined further down), as the sealed parts already do; `finish` renders the whole."""
+        """The live part rendered, as (its finished blocks' HTML, its tail's): its finished
+        Markdown blocks once each, as they finish (kept as HTML), and its unfinished tail anew.
+        Rendered apart, a block renders as it does in the whole but for what spans blocks (a
+        list loosened by a later blank line, a link defined further down), as the sealed parts
+        already do; `finish` renders the whole."""
         if not source.startswith(self._head):  # (a seal cut the part: it starts again)
             self._head, self._head_html = "", ""
         done = len(self._head)
