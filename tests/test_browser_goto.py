@@ -195,6 +195,6 @@ def test_a_windowed_notebook_brings_the_card_back_into_the_page(windowed_lab: La
     go.click()
     lab.wait(lambda: approve.count() == 1 and in_view(approve), 5, "the approval back in the page, in view")
     lab.wait(lambda: approve.evaluate("el => el === document.activeElement"), 5, "the keyboard on Approve")
-    shot(lab, "windowed_went_to_approval.png")
+    shot(lab, "went_to_approval.png")
     lab.page.keyboard.press("Enter")
     lab.wait(lambda: lab.srv.pending == 0, 60, "both turns to finish")
