@@ -41,7 +41,7 @@ WAITED_ANSWER = paragraphs("Waited", 12) + "\n\nEND-WAITED"
 LONG_ANSWER = " ".join(f"essay{i}" for i in range(2000)) + " END-LONG"
 AFTER_TEMP_ANSWER = paragraphs("Back", 6) + "\n\nEND-BACK"
 FRESH_QUESTION = "A first question typed in the panel"
-FRESH_ANSWER = paragraphs("Fresh", 12) + "\n\nEND-FRESH"
+FRESH_ANSWER = paragraphs("Fresh", 24) + "\n\nEND-FRESH"  # (taller than the box in the theme's line height)
 READING_ANSWER = paragraphs("Reading", 20) + "\n\nEND-READING"
 PINNED_ANSWER = paragraphs("Pinned", 20) + "\n\nEND-PINNED"
 
