@@ -25,13 +25,13 @@ import logging
 import re
 from typing import Any, Awaitable, Callable
 
-from ..ids import InvalidSessionIdError, is_session_id, shown
+from ..ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
 from . import mainloop
 
 log = logging.getLogger(__name__)
 
 TARGET = "agentik.control"
-CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CELL_ID = re.compile(SESSION_ID_PATTERN)
 """What a cell id from the frontend may be (JupyterLab's are uuids): anything else is refused."""
 FIX_STARTED_S = 10.0
 """How long the answer waits for the fix to start (it reads the notebook when the kernel did not

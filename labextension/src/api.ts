@@ -16,7 +16,7 @@ export interface IUserEntry {
 export interface IAssistantEntry {
   role: 'assistant';
   content: string;
-  /** A long answer: `content` is its start; the whole is the bundle's text/html element data-agentik-entry=<index>. */
+  /** An answer longer than its JSON start (over 200 characters): `content` is its start; the whole is the bundle's text/html element data-agentik-entry=<index>. */
   in_html?: boolean;
 }
 
