@@ -187,3 +187,12 @@ def kernel_environ(llm_env: dict[str, str], **extra: str) -> dict[str, str]:
     env.update(llm_env)
     env.update(extra)
     return env
+
+
+def holds_answer_in_transcript(cell: Cell, answer: str) -> bool:
+    """Whether the cell's last saved transcript keeps `answer` whole (in its JSON or its HTML)."""
+    from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
+
+    bundles = [m["content"]["data"] for m in cell.messages
+               if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})]
+    return bool(bundles) and holds_answer(bundles[-1], answer)

@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME
 
-from .kernel_client import BenchKernel, Cell, kernel_environ
+from .kernel_client import BenchKernel, Cell, holds_answer_in_transcript, kernel_environ
 
 REPEATS = 10
 LIVE_REPEATS = 5
@@ -99,19 +98,9 @@ def _tool_reply() -> Reply:
     return Reply.tool_calls([{"name": "list_variables", "args": {}}])
 
 
-def _answer_of(cell: Cell) -> str | None:
-    """The last answer in the cell's saved transcript (what the notebook keeps)."""
-    for m in reversed(cell.messages):
-        payload = m["content"].get("data", {}).get(TRANSCRIPT_MIME) if m["msg_type"] == "display_data" else None
-        if payload:
-            answers = [e["content"] for e in payload["entries"] if e["role"] == "assistant"]
-            return answers[-1] if answers else None
-    return None
-
-
 def _checked(turn: Cell) -> Cell:
     """`turn`, once its saved transcript is known to hold the exact answer."""
-    if _answer_of(turn) != ANSWER:
+    if not holds_answer_in_transcript(turn, ANSWER):
         raise RuntimeError(f"the turn's transcript does not hold the exact answer: {turn.text[:300]}")
     return turn
 

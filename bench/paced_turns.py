@@ -36,9 +36,8 @@ import time
 from typing import Any
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
 
-from .kernel_client import PLUMBING, BenchKernel, Cell, kernel_environ, message_bytes
+from .kernel_client import PLUMBING, BenchKernel, Cell, holds_answer_in_transcript, kernel_environ, message_bytes
 from .kernel_turns import AGENT_CELL, ANSWER, CHUNK, SETUP
 
 PACE_HZ = 250.0
@@ -59,9 +58,7 @@ other texts do not hold it)."""
 
 def _checked(cell: Cell) -> None:
     """The cell's saved transcript holds the exact answer (in its JSON or its HTML)."""
-    bundles = [m["content"]["data"] for m in cell.messages
-               if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})]
-    if not bundles or not holds_answer(bundles[-1], ANSWER):
+    if not holds_answer_in_transcript(cell, ANSWER):
         raise RuntimeError(f"the turn's transcript does not hold the exact answer: {cell.text[:300]}")
 
 
