@@ -18,6 +18,7 @@ from .markdown import escape
 from .shared import html
 
 TICK_S = 1.0
+"""The elapsed time moves once a second while nothing else on the view does (see `moved`)."""
 MIN_RENDER_INTERVAL_S = 0.1
 """What the agent does is re-shown at most ten times a second: the steps of a fast turn (sending,
 running a tool, sending again, responding) would otherwise each send an update nobody sees."""
@@ -90,10 +91,13 @@ def goto_html(kind: str) -> str:
 
 
 class StatusLine:
-    """Follows AgentStore.status while a turn is active; elapsed time ticks once a second."""
+    """Follows AgentStore.status while a turn is active; elapsed time ticks once a second
+    while the answer does not visibly move (`moved`)."""
 
-    def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.widget = html("", "flex")
+    def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic,
+                 begun: float | None = None) -> None:
+        """`begun`: the turn already started then (on `clock`): the widget opens showing it,
+        instead of opening empty and being updated at once."""
         self.clock = clock
         self._store = agent_store
         self._started: float | None = None
@@ -107,7 +111,14 @@ class StatusLine:
         self._pending: asyncio.TimerHandle | None = None
         self._rendered_at = float("-inf")
         self._doing: tuple[str, str | None] | None = None
+        self._moved_at = float("-inf")
+        if begun is not None:
+            self._started = begun
+        self.widget = html(self._value() if begun is not None else "", "flex")
         self._unsubscribe = agent_store.subscribe(self._on_state)
+        if begun is not None:
+            self._rendered_at = time.monotonic()
+            self._schedule()
 
     @property
     def active(self) -> bool:
@@ -145,6 +156,12 @@ class StatusLine:
         self._failed_tools = failed_tools
         self._cancel()
         self._render()
+
+    def moved(self) -> None:
+        """The answer's text moved on screen: while it keeps moving it is the progress, and the
+        elapsed-time tick is skipped (each tick is an update of the whole line to the frontend;
+        at a model's pace they cost ~0.4x the answer's bytes). What the agent does still shows."""
+        self._moved_at = self.clock()
 
     def text(self) -> str:
         """The line as plain text (what the widget shows)."""
@@ -192,6 +209,8 @@ class StatusLine:
     def _on_state(self, state: AgentState) -> None:
         # Only what the agent is doing changes the line here; the elapsed time moves on the tick.
         doing = (state.status, state.active_tool)
+        if state.status == "idle" and self.active:
+            return  # the turn is finishing: its end is shown next (it is not "Sending…")
         if (self.active or self.queued) and doing != self._doing:  # queued: what the turn ahead waits for
             self._doing = doing
             self._render_soon()
@@ -217,12 +236,17 @@ class StatusLine:
 
     def _render(self) -> None:
         self._rendered_at = time.monotonic()
+        value = self._value()
+        if value != self.widget.value:
+            self.widget.value = value
+
+    def _value(self) -> str:
+        """The widget's HTML for the line now."""
         text, waits = self._line()
         value = f'<span class="agentik-status">{escape(text)}</span>'
         if waits is not None:
             value += goto_html("approval" if waits.approval else "answer")
-        if value != self.widget.value:
-            self.widget.value = value
+        return value
 
     def _schedule(self) -> None:
         try:
@@ -234,7 +258,8 @@ class StatusLine:
     def _tick(self) -> None:
         self._timer = None
         if self.active:
-            self._render()
+            if self.clock() - self._moved_at >= TICK_S:
+                self._render()
             self._schedule()
 
     def _cancel(self) -> None:

@@ -143,7 +143,8 @@ class TurnView:
         if self._built:
             return
         self._built = True
-        self.status = StatusLine(self.session.agent_store, clock=self.clock)
+        begun = (self.clock() if self._started_at is None else self._started_at) if self.started else None
+        self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)
         self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn",
                                   _dom_classes=PLAIN_CLASSES)
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
@@ -153,8 +154,7 @@ class TurnView:
         self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)))
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
-        if self.started:
-            self.status.begin(self._started_at)
+        if self.started:  # (the line opened showing it)
             self.body.handle(StartResponse())
         for event in self._early:
             self.body.handle(event)
@@ -264,6 +264,8 @@ class TurnView:
         if self._built or not self._can_wait(event):
             self.build()
             self.body.handle(event)
+            if type(event) is AppendText and not event.reasoning:
+                self.status.moved()  # the streaming answer is the progress: no elapsed-time tick
         else:
             if type(event) is AppendText and not event.reasoning:
                 if not self._early_chars:
