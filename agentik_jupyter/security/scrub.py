@@ -111,18 +111,42 @@ def _embedded_b64(data: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
     return out
 
 
-def forms(value: str) -> set[str]:
-    """The ways `value` can be written in text that leaves the kernel."""
-    escaped = {
+_BOTH_QUOTES = "\"'"
+"""Put before a value, it makes repr() quote with `'` and escape every `'` (and not `"`)."""
+
+
+def _literal_bodies(value: str) -> set[str]:
+    """`value` as the inside of a string literal: repr() with its `'` escaped or not (that depends
+    on the quotes of the whole text repr'd, as in a dict or an error holding a `"`), ascii(),
+    JSON (also with `/` written `\\/`, as some encoders do) and unicode escapes."""
+    escape_all = len(_BOTH_QUOTES) + 2  # `'"\'` opens the repr of _BOTH_QUOTES + value
+    as_json = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    return {
         value,
         repr(value)[1:-1],
+        repr(_BOTH_QUOTES + value)[escape_all:-1],
         ascii(value)[1:-1],
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
+        ascii(_BOTH_QUOTES + value)[escape_all:-1],
         value.encode("unicode_escape").decode("ascii"),
+        *as_json,
+        *(j.replace("/", "\\/") for j in as_json),
     }
-    escaped |= {json.dumps(e)[1:-1] for e in list(escaped)}
-    out = set(escaped) | {html.escape(e) for e in escaped}
+
+
+def escaped_forms(value: str) -> set[str]:
+    """`value` raw, as a literal's body, and as the body of a literal of that (a repr inside
+    JSON, JSON inside a repr, a repr of a repr), each also HTML-escaped."""
+    once = _literal_bodies(value)
+    twice = set(once)
+    for body in once:
+        if body != value:
+            twice |= _literal_bodies(body)
+    return twice | {html.escape(e) for e in twice}
+
+
+def forms(value: str) -> set[str]:
+    """The ways `value` can be written in text that leaves the kernel."""
+    out = escaped_forms(value)
     out |= {urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value), urllib.parse.quote(value)}
     data = value.encode()
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
@@ -133,7 +157,8 @@ def forms(value: str) -> set[str]:
 
 
 def _piece_forms(value: str) -> set[str]:
-    """What pieces are taken from: the value's long parts, raw and in base64 (a cut base64 text).
+    """What pieces are taken from: the value's long parts raw, escaped as a literal's body (a cut
+    repr or JSON text) and in base64 (a cut base64 text).
 
     Not a URL's (its secret parts are entries of their own: urls.url_secrets) nor a path's: a
     path's pieces (`/run/user/1000/…` of GNOME_KEYRING_CONTROL) are in every other path there."""
@@ -141,9 +166,10 @@ def _piece_forms(value: str) -> set[str]:
         return set()
     out: set[str] = set()
     for source in piece_sources(value):
-        out.add(source)
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             out |= _embedded_b64(source.encode(), encode)
+    for form in escaped_forms(value):  # (a value without quotes or backslashes has one: itself)
+        out.update(piece_sources(form))
     return out
 
 
