@@ -3,9 +3,10 @@
 Frames are delegated to dataframes.py. Arrays larger than SAMPLE_ELEMENTS are
 summarised from a random sample of elements so inspecting a huge array is quick.
 This runs the user's code (properties, `__len__`, `__repr__`): the tools call it under
-a time budget (time_budget.py), on the kernel's main thread. Every value is scrubbed before
-it is cut short (namespace.clip, short_repr), so no cut leaves part of a secret unmasked; what
-is not cut is scrubbed where every tool's result is (the orchestrator).
+a time budget (time_budget.py), on the kernel's main thread. Every value is scrubbed once: before
+it is cut short (namespace.clip, short_repr), so no cut leaves part of a secret unmasked, or, if
+not cut, where every tool's result is (the orchestrator). A repr is scrubbed after repr(), not
+before: the scrubber knows a secret with a quote or a backslash as repr() and JSON escape it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import sys
 import warnings
 from typing import Any, Mapping
 
-from ..security.scrub import scrub
 from ..types import ToolOutput
 from .dataframes import describe_frame, frame_kind
 from .namespace import clip, imported, shape_of, short_repr, type_name
@@ -45,8 +45,7 @@ def inspect_value(name: str, value: Any) -> ToolOutput:
         lines.extend(_more(len(value)))
     elif isinstance(value, str):
         lines.append(f"length {len(value):,}")
-        # scrubbed before repr(), which escapes a quote or backslash in a secret out of the scrubber's forms
-        lines.append(clip(repr(scrub(value[:STRING_HEAD_CHARS])), STRING_HEAD_CHARS))
+        lines.append(clip(repr(value[:STRING_HEAD_CHARS]), STRING_HEAD_CHARS))
     elif isinstance(value, (bytes, bytearray)):
         lines.append(f"length {len(value):,}")
         lines.append(clip(repr(value[:STRING_HEAD_CHARS]), STRING_HEAD_CHARS))
