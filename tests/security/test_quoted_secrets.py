@@ -19,6 +19,7 @@ import pytest
 from agentik_jupyter.kernel.inspection import inspect_value
 from agentik_jupyter.kernel.namespace import short_repr
 from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from ..kernel_support import NotebookKernel, file_bytes, kernel_env
@@ -88,6 +89,21 @@ def test_a_quoted_key_cut_to_a_head_and_a_tail_is_masked() -> None:
         masked = scrub(text, ENV)
         assert masked.startswith("head ") and masked.endswith(MASK) and masked.count(MASK) == 3, masked
         assert_no_piece("the scrubbed cut", masked)
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 13])
+def test_a_streamed_answer_quoting_the_key_ends_equal_to_the_saved_masked_answer(size: int) -> None:
+    forms = escaped_forms()
+    answer = (
+        f"Your settings: {json.dumps({'key': KEY})}; as Python: {f'{ {KEY: NOTE} }'}; "
+        f"cut: {forms['repr escaping ' + chr(39)][:22]}… and {forms['json of repr'][-25:]}. Done."
+    )
+    scrubber, shown = StreamScrubber(ENV), ""
+    for start in range(0, len(answer), size):
+        shown += scrubber.push(answer[start : start + size])
+        assert_no_piece("the streamed text so far", shown)
+    shown += scrubber.finish()
+    assert shown == scrub(answer, ENV) and shown.count(MASK) == 4 and shown.endswith(". Done.")
 
 
 def test_an_inspected_string_and_dict_holding_the_key_show_no_piece(monkeypatch: pytest.MonkeyPatch) -> None:
