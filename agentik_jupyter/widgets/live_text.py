@@ -22,13 +22,14 @@ from ipywidgets import DOMWidget
 from traitlets import Unicode
 
 from .. import __version__
+from .lean import Lean
 
 MODULE = "agentik-jupyter"
 CLASSES = "agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown"
 """What the answer's element carries in every view (the transcript and the panel too)."""
 
 
-class LiveText(DOMWidget):
+class LiveText(Lean, DOMWidget):
     """Sanitized HTML shown as `done + tail`; see the module docstring."""
 
     _model_name = Unicode("LiveTextModel").tag(sync=True)
@@ -86,10 +87,9 @@ class LiveText(DOMWidget):
         """The state carries everything shown so far (a frontend asking later sees it all); the
         traits themselves keep what the widget opened with (appends are not trait changes)."""
         state = super().get_state(key, drop_defaults)
-        if "value" in state:
-            state["value"] = self._done
-        if "tail" in state:
-            state["tail"] = self._tail
+        for name, text in (("value", self._done), ("tail", self._tail)):
+            if name in state or (key is None and text):  # (an empty one is the page's default: lean)
+                state[name] = text
         return state
 
 

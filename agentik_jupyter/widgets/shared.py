@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
-from ipywidgets import HTML, Box, Button, Layout, VBox, Widget
+from ipywidgets import HTML, Box, Button, HBox, Layout, VBox, Widget
 from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
+
+from .lean import LeanButton, LeanHBox, LeanHTML, LeanVBox
 
 W = TypeVar("W", bound=Widget)
 
@@ -55,12 +57,12 @@ def button_style(name: str = "") -> ButtonStyle:
 def placeholder() -> Box:
     """One empty box per kernel, shown in the place of every `--wait` view not built yet: the
     place costs a display, not a widget (see `TurnView`). Never changed."""
-    return _shared("box:placeholder", lambda: VBox(layout=layout("plain")))
+    return _shared("box:placeholder", lambda: LeanVBox(layout=layout("plain")))
 
 
 def html(value: str = "", layout_name: str = "plain", classes: tuple[str, ...] = ()) -> HTML:
-    """An HTML widget on the shared layout and style: one comm_open."""
-    return HTML(value=value, layout=layout(layout_name), style=html_style(), _dom_classes=classes)
+    """An HTML widget on the shared layout and style: one comm_open, lean (widgets/lean.py)."""
+    return LeanHTML(value=value, layout=layout(layout_name), style=html_style(), _dom_classes=classes)
 
 
 LIVE_CLASSES = ("agentik-live",)
@@ -79,13 +81,17 @@ PLAIN_CLASSES = ("agentik-button",)
 
 
 def button(description: str, layout_name: str = "plain", **traits: Any) -> Button:
-    """A Button on a shared layout and style: one comm_open."""
-    return Button(description=description, layout=layout(layout_name), style=button_style(), **traits)
+    """A Button on a shared layout and style: one comm_open, lean (widgets/lean.py)."""
+    return LeanButton(description=description, layout=layout(layout_name), style=button_style(), **traits)
 
 
 def box(kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain",
         classes: tuple[str, ...] = ()) -> Box:
+    kind = LEAN_BOXES.get(kind, kind)
     return kind(children=children, layout=layout(layout_name), _dom_classes=classes)
+
+
+LEAN_BOXES: dict[type[Box], type[Box]] = {HBox: LeanHBox, VBox: LeanVBox}
 
 
 def retire(widget: Widget, *, blank_over: int = 1_000) -> None:

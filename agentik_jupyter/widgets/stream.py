@@ -108,6 +108,7 @@ class StreamBuffer:
         self.widgets: list[HTML | LiveText] = []
         self._live: HTML | LiveText | None = None
         self._part_sent = ""  # (append-only: the HTML of this part's finished blocks, sent)
+        self._sealed_unsent = ""  # (append-only: sealed HTML that goes with the next update)
         self._all: list[str] = []
         self._pending: list[str] = []
         self._src = ""
@@ -160,11 +161,13 @@ class StreamBuffer:
             self._seal()
         source = self._carry + self._src if self._src else ""
         if not source or self._unshown == 0:
+            self._send_sealed()
             return
         budget = BUDGET_RATIO * self._received + BUDGET_BASE
         unsent = len(source) - (len(self._head) if self.append_only and source.startswith(self._head) else 0)
         cost = unsent * self._html_ratio + MSG_OVERHEAD
         if not force and self._sent_bytes + cost > budget:
+            self._send_sealed()
             self._schedule(SETTLE_S, force=True)
             return
         head_html, tail_html = self._render_live(source)
@@ -227,6 +230,7 @@ class StreamBuffer:
         what it shows is a start of it (cheap: so even a view a transcript replaces ends on
         the same text), else, with `exact`, the whole re-sent."""
         rendered = render_markdown(text) if text else ""
+        self._sealed_unsent = ""  # (the end appended below includes it)
         live = self._live
         if live is None or not isinstance(live, LiveText):
             if text and exact:
@@ -271,8 +275,12 @@ class StreamBuffer:
         HTML goes to the appended HTML whole, and the next part continues the same widget."""
         if sealed:
             done, tail = done + tail, ""
-        self.updates += 1
         live = self._live
+        if sealed and isinstance(live, LiveText) and done.startswith(self._part_sent):
+            self._sealed_unsent += done[len(self._part_sent):]  # (sent with the next tail: one message)
+            self._part_sent = ""
+            return
+        self.updates += 1
         if not isinstance(live, LiveText):
             self._live = LiveText(done, tail, layout=layout("tight"))
             old = list(self.widgets)
@@ -280,11 +288,21 @@ class StreamBuffer:
             self._place(old, self.widgets)
             sent = len(done) + len(tail)
         elif done.startswith(self._part_sent):
-            sent = live.append(done[len(self._part_sent):], tail)
+            sent = live.append(self._sealed_unsent + done[len(self._part_sent):], tail)
         else:  # (the part renders differently than its start did: show it exactly)
-            sent = live.reset(live.done[:len(live.done) - len(self._part_sent)] + done + tail)
+            sent = live.reset(live.done[:len(live.done) - len(self._part_sent)] + self._sealed_unsent + done + tail)
+        self._sealed_unsent = ""
         self._sent_bytes += sent + MSG_OVERHEAD
         self._part_sent = "" if sealed else done
+
+    def _send_sealed(self) -> None:
+        """Send sealed HTML that no tail followed in the same flush."""
+        live = self._live
+        if self._sealed_unsent and isinstance(live, LiveText):
+            sent = live.append(self._sealed_unsent, "")
+            self._sealed_unsent = ""
+            self.updates += 1
+            self._sent_bytes += sent + MSG_OVERHEAD
 
     def _seal_size(self) -> int:
         return max(self.seal_chars, int(self._sealed * SEAL_GROWTH))
