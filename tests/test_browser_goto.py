@@ -198,3 +198,44 @@ def test_a_windowed_notebook_brings_the_card_back_into_the_page(windowed_lab: La
     shot(lab, "went_to_approval.png")
     lab.page.keyboard.press("Enter")
     lab.wait(lambda: lab.srv.pending == 0, 60, "both turns to finish")
+
+
+PANEL_SOURCES = ["%load_ext agentik_jupyter", "%agent panel", "%%agent\nRun the first step.", FILLER, FILLER,
+                 "%%agent\nThen the second step."]
+
+
+@pytest.fixture
+def panel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with the chat panel shown above the card: its Send button is accept-styled too."""
+    with notebook_page(tmp_path_factory, NOTEBOOK, PANEL_SOURCES, artifact="jupyterlab-goto-panel",
+                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+        lab.app = "jupyterlab_panel"  # type: ignore[attr-defined]
+        yield lab
+
+
+def test_a_chat_panel_above_is_not_taken_for_the_approval(panel_lab: Lab) -> None:
+    """The control goes to the card that waits, not to the first accept-styled button on the page
+    (the panel's Send, always enabled)."""
+    lab = panel_lab
+    first, queued_cell = 2, len(PANEL_SOURCES) - 1
+    run_cell(lab, CELL_LOAD)
+    run_cell(lab, 1)
+    lab.wait(lambda: lab.cell(1).get_by_role("button", name="Send").count() == 1, 30, "the panel's Send")
+    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
+                 Reply.text("END-FIRST"), Reply.text("END-SECOND"))
+    run_all(lab)
+    lab.cell(queued_cell).scroll_into_view_if_needed()
+    queued = lab.output(queued_cell)
+    lab.wait(lambda: "Queued (1 ahead): the turn ahead waits for your approval" in lab.text(queued),
+             60, "the queued line to say what holds it")
+    approve = lab.cell(first).get_by_role("button", name="Approve")
+    send = lab.cell(1).get_by_role("button", name="Send")
+    go = queued.get_by_role("button", name="Go to the approval")
+    go.scroll_into_view_if_needed(timeout=10_000)
+    go.click()
+    lab.wait(lambda: in_view(approve), 5, "the approval scrolled into view")
+    lab.wait(lambda: approve.evaluate("el => el === document.activeElement"), 5, "the keyboard on Approve")
+    assert not send.evaluate("el => el === document.activeElement")
+    shot(lab, "went_to_approval_past_the_panel.png")
+    lab.page.keyboard.press("Enter")
+    lab.wait(lambda: lab.srv.pending == 0, 60, "both turns to finish")

@@ -5,14 +5,16 @@
  * the notebook to what waits for an answer, flashes its cell and puts the keyboard on its first
  * button (Enter or Space answers).
  *
- * What waits: an approval or trust card's enabled accept button (widgets/shared.py ACCEPT_CLASSES)
- * or an on-cell diff's Accept (notebook.ts). One delegated click listener per notebook.
+ * What waits: the enabled accept button of an approval or trust card not yet answered
+ * (widgets/shared.py APPROVAL_CLASSES, ACCEPT_CLASSES) or an on-cell diff's Accept (notebook.ts).
+ * One delegated listener per notebook for each of pointerup and click (see below).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 const GOTO = 'agentik-goto';
-const APPROVAL = '.agentik-button-accept:not(:disabled)';
+/** An accept button inside an approval or trust card still waiting (the panel's Send is accept-styled too). */
+const APPROVAL = '.agentik-approval:not(.agentik-approval-done) .agentik-button-accept:not(:disabled)';
 const ANSWER = '.agentik-proposal .jp-mod-accept:not(:disabled)';
 const FLASH = 'agentik-flash';
 const FLASH_MS = 1600;
