@@ -139,7 +139,7 @@ def test_a_wait_cell_shows_its_view_while_the_model_thinks_and_interrupt_stops_i
         mine = [m for m in kernel.iopub if m["parent_header"].get("msg_id") == msg_id]
         views = [m for m in mine if m["msg_type"] == "display_data"
                  and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
-        stops = [m for m in kernel.comm_opens("ButtonModel") if m["content"]["data"]["state"].get("description") == "Stop"
+        stops = [m for m in kernel.comm_opens("ButtonModel") if m["content"]["data"].get("state", {}).get("description") == "Stop"
                  and m["parent_header"].get("msg_id") == msg_id]
         assert len(views) == 1 and len(stops) == 1, [m["msg_type"] for m in mine]
         kernel.km.interrupt_kernel()

@@ -23,7 +23,7 @@ def _button(kernel: RawKernel, description: str, timeout: float = 15.0) -> str:
         kernel.drain(0.05)
         found = [
             m["content"]["comm_id"] for m in kernel.comm_opens("ButtonModel")
-            if m["content"]["data"]["state"].get("description") == description
+            if m["content"]["data"].get("state", {}).get("description") == description
         ]
         if found:
             return found[-1]
@@ -51,7 +51,7 @@ def test_approve_inside_a_wait_cell(env_server: FakeLLMServer, tmp_path: Path) -
         pending = kernel.submit("%%agent --wait\nAdd the numbers up.")
         approve = _button(kernel, "Approve")
         cards = [m for m in kernel.iopub if m["msg_type"] == "comm_open"
-                 and CODE in str(m["content"]["data"]["state"].get("value", ""))]
+                 and CODE in str(m["content"]["data"].get("state", {}).get("value", ""))]
         assert cards, "the approval card shows the exact code"
         kernel.click(approve)
         ex = kernel.collect(pending, timeout=30)

@@ -416,8 +416,8 @@ def _stop_button(messages: list[dict[str, Any]]) -> str:
     stops = [
         m["content"]["comm_id"] for m in messages
         if m["msg_type"] == "comm_open"
-        and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
-        and "Stop" in m["content"]["data"]["state"].get("description", "")
+        and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+        and "Stop" in m["content"]["data"].get("state", {}).get("description", "")
     ]
     assert len(stops) == 1, f"expected one Stop button, found {len(stops)}"
     return stops[0]

@@ -217,8 +217,8 @@ def widget_values(kernel: Any, since: int = 0) -> list[str]:
 def stop_button(kernel: Any, since: int) -> str:
     stops = [
         m["content"]["comm_id"] for m in kernel.iopub[since:]
-        if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
-        and "Stop" in m["content"]["data"]["state"].get("description", "")
+        if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+        and "Stop" in m["content"]["data"].get("state", {}).get("description", "")
     ]
     assert stops, "no Stop button in the cell's view"
     return stops[-1]

@@ -52,7 +52,7 @@ def echoed(kernel: RawKernel, comm_id: str) -> bool:
 def comm_of(kernel: RawKernel, model: str, **state: str) -> str:
     found = [
         m["content"]["comm_id"] for m in kernel.comm_opens(model)
-        if all(v in str(m["content"]["data"]["state"].get(k, "")) for k, v in state.items())
+        if all(v in str(m["content"]["data"].get("state", {}).get(k, "")) for k, v in state.items())
     ]
     assert found, f"no {model} with {state}"
     return str(found[-1])
@@ -97,7 +97,7 @@ def test_panel_send_on_a_subshell_runs_on_the_main_loop(tmp_path: Path) -> None:
             kernel.wait_until(f"{s}.agent_store.status == 'responding'", timeout=10)
             stops = [
                 m["content"]["comm_id"] for m in ex.messages
-                if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("description") == "Stop"
+                if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("description") == "Stop"
             ]
             assert len(stops) == 1
             clicked = time.monotonic()

@@ -53,7 +53,7 @@ def _button(kernel: RawKernel, description: str, timeout: float = 15.0) -> str:
     while time.monotonic() < deadline:
         kernel.drain(0.05)
         found = [m["content"]["comm_id"] for m in kernel.comm_opens("ButtonModel")
-                 if m["content"]["data"]["state"].get("description") == description]
+                 if m["content"]["data"].get("state", {}).get("description") == description]
         if found:
             return found[-1]
     raise TimeoutError(f"no {description!r} button appeared")
@@ -70,7 +70,7 @@ def test_a_tool_without_a_policy_shows_an_approval_card_and_does_not_run_when_de
             assert kernel.execute("%%agent\nTell my boss.").ok
             deny = _button(kernel, "Deny")
             cards = [m for m in kernel.iopub if m["msg_type"] == "comm_open"
-                     and ADDRESS in str(m["content"]["data"]["state"].get("value", ""))]
+                     and ADDRESS in str(m["content"]["data"].get("state", {}).get("value", ""))]
             assert cards, "the approval card shows the call's arguments"
             assert kernel.value("sent") == []  # waiting for the user: nothing sent
             kernel.click(deny)

@@ -93,7 +93,7 @@ def test_a_queued_cells_stop_removes_it_and_stop_all_empties_the_queue(tmp_path:
             wait_for(lambda: server.requests, 10, "the first turn's request")  # under load it can lag the queue
             stops = [
                 m["content"]["comm_id"] for m in second.messages
-                if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("description") == "Stop"
+                if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("description") == "Stop"
             ]
             kernel.click(stops[0])  # the second cell's own Stop: it leaves the queue
             kernel.wait_until(f"{s}.queued == 2", timeout=5)
