@@ -8,8 +8,9 @@ second cannot:
   pass finds URLs in free text with a pattern that ends at a space or a quote, so a password
   holding one (httpx2 requests `user:pa'ss@host` as it is) would be shown; and the scrubber
   does not know a base URL that is not in the environment (`stream_chat(environ=…)`).
-- `scrub` of a string before `repr()` in `inspect_value`: repr escapes a quote in the secret
-  (`\\'`), a form the tool boundary's scrubber does not look for.
+
+An inspected string is scrubbed once, after `repr()`: the scrubber knows a secret's escaped
+forms (tests/security/test_quoted_secrets.py).
 """
 
 from __future__ import annotations
