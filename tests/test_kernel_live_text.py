@@ -50,7 +50,7 @@ def _live_texts(messages: list[dict[str, Any]]) -> dict[str, list[str]]:
         content = m["content"]
         if m["msg_type"] == "comm_open" and content["data"].get("state", {}).get("_model_name") == "LiveTextModel":
             s = content["data"]["state"]
-            state[content["comm_id"]] = (s["value"], s["tail"])
+            state[content["comm_id"]] = (s.get("value", ""), s.get("tail", ""))  # (lean: a default is left out)
         elif m["msg_type"] == "comm_msg" and content["comm_id"] in state:
             data = content["data"]
             value, tail = state[content["comm_id"]]

@@ -22,6 +22,7 @@ from ..types import (
     ToolResultEvent,
 )
 from .cards import ToolCard
+from .live_text import LiveText
 from .markdown import escape
 from .shared import box, html
 from .status import is_failure
@@ -51,7 +52,10 @@ class TurnBody:
         *,
         clock: Callable[[], float] = time.monotonic,
         frame: tuple[Box, Sequence[Widget], Sequence[Widget]] | None = None,
+        live: LiveText | None = None,
     ) -> None:
+        """`live`: the LiveText that shows the question (append-only views): the answer streams
+        into it, below the question, when nothing came between them (a tool card, reasoning)."""
         if frame is None:
             self.widget: Box = box(VBox)
             self._before: tuple[Widget, ...] = ()
@@ -67,6 +71,7 @@ class TurnBody:
         self.reasoning: list[StreamBuffer] = []
         self._stream: StreamBuffer | None = None
         self._thinking: StreamBuffer | None = None
+        self._live = live
 
     @property
     def text(self) -> str:
@@ -133,7 +138,8 @@ class TurnBody:
 
     def _current_stream(self) -> StreamBuffer:
         if self._stream is None:
-            self._stream = StreamBuffer(clock=self.clock, place=self.place)
+            live, self._live = (self._live if not self.items and not self.streams else None), None
+            self._stream = StreamBuffer(clock=self.clock, place=self.place, live=live)
             self.streams.append(self._stream)
         return self._stream
 

@@ -25,6 +25,7 @@ from .. import __version__
 from .lean import Lean
 
 MODULE = "agentik-jupyter"
+VERSION = f"^{__version__}"
 CLASSES = "agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown"
 """What the answer's element carries in every view (the transcript and the panel too)."""
 
@@ -36,10 +37,12 @@ class LiveText(Lean, DOMWidget):
     _view_name = Unicode("LiveTextView").tag(sync=True)
     _model_module = Unicode(MODULE).tag(sync=True)
     _view_module = Unicode(MODULE).tag(sync=True)
-    _model_module_version = Unicode(f"^{__version__}").tag(sync=True)
-    _view_module_version = Unicode(f"^{__version__}").tag(sync=True)
+    _model_module_version = Unicode(VERSION).tag(sync=True)
+    _view_module_version = Unicode(VERSION).tag(sync=True)
     value = Unicode("").tag(sync=True)
     tail = Unicode("").tag(sync=True)
+    head = Unicode("").tag(sync=True)
+    """HTML shown above the answer, set once (a turn's question: one widget instead of two)."""
 
     def __init__(self, value: str = "", tail: str = "", **kwargs: Any) -> None:
         self._done, self._tail = value, tail

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ipywidgets import HTML, Button, HBox, Layout
 
@@ -95,9 +95,10 @@ class StatusLine:
     while the answer does not visibly move (`moved`)."""
 
     def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic,
-                 begun: float | None = None) -> None:
+                 begun: float | None = None, make: Callable[[str], Any] | None = None) -> None:
         """`begun`: the turn already started then (on `clock`): the widget opens showing it,
-        instead of opening empty and being updated at once."""
+        instead of opening empty and being updated at once. `make(html)`: the widget that
+        shows the line (anything with a `value`; an HTML widget by default)."""
         self.clock = clock
         self._store = agent_store
         self._started: float | None = None
@@ -114,7 +115,7 @@ class StatusLine:
         self._moved_at = float("-inf")
         if begun is not None:
             self._started = begun
-        self.widget = html(self._value() if begun is not None else "", "flex")
+        self.widget = (make or _line_widget)(self._value() if begun is not None else "")
         self._unsubscribe = agent_store.subscribe(self._on_state)
         if begun is not None:
             self._rendered_at = time.monotonic()
@@ -267,6 +268,10 @@ class StatusLine:
             if timer is not None:
                 timer.cancel()
         self._timer = self._pending = None
+
+
+def _line_widget(value: str) -> HTML:
+    return html(value, "flex")
 
 
 class ErrorBanner:

@@ -93,7 +93,9 @@ class StreamBuffer:
         clock: Clock = time.monotonic,
         place: Place | None = None,
         append_only: bool | None = None,
+        live: LiveText | None = None,
     ) -> None:
+        """`live`: an empty LiveText already shown (the turn's question's) to stream into."""
         self.seal_chars = seal_chars
         self.clock = clock
         self.widget: VBox | None = None
@@ -106,7 +108,7 @@ class StreamBuffer:
         self.min_interval = 1.0 / (min(rate_hz, APPEND_RATE_HZ) if self.append_only else rate_hz)
         self.min_chars = min_chars
         self.widgets: list[HTML | LiveText] = []
-        self._live: HTML | LiveText | None = None
+        self._live: HTML | LiveText | None = live if self.append_only else None
         self._part_sent = ""  # (append-only: the HTML of this part's finished blocks, sent)
         self._sealed_unsent = ""  # (append-only: sealed HTML that goes with the next update)
         self._all: list[str] = []

@@ -21,10 +21,13 @@ from ..store import ChatState
 from ..types import AppendText, ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
 from .approval_card import ApprovalCard
 from .body import TurnBody, question_html
+from .live_status import LiveStatus
+from .live_text import LiveText
 from .protocol import ApprovalRequestLike, SessionLike
 from .publish import update_now
 from .shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
 from .status import StatusLine
+from ..kernel import frontend
 from ..kernel.mainloop import main_thread_callback
 from .transcript import TRANSCRIPT_MIME, transcript_bundle
 
@@ -144,14 +147,23 @@ class TurnView:
             return
         self._built = True
         begun = (self.clock() if self._started_at is None else self._started_at) if self.started else None
-        self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)
-        self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn",
-                                  _dom_classes=PLAIN_CLASSES)
+        if frontend.live_text():  # our extension: the line with Stop, and the question with the answer, as one widget each
+            self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun,
+                                     make=lambda value: LiveStatus(value=value, disabled=not self.armed,
+                                                                   layout=layout("plain")))
+            self.stop_button = self.footer = self.status.widget
+            live: LiveText | None = LiveText(head=question_html(self.question), layout=layout("tight"))
+            self.header = live
+        else:
+            self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)
+            self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn",
+                                      _dom_classes=PLAIN_CLASSES)
+            self.footer = box(HBox, (self.status.widget, self.stop_button))
+            live = None
+            self.header = html(question_html(self.question))
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
-        self.header = html(question_html(self.question))
-        self.footer = box(HBox, (self.status.widget, self.stop_button))
         self.widget = root = box(VBox, (self.header, self.footer), classes=LIVE_CLASSES)
-        self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)))
+        self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)), live=live)
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
         if self.started:  # (the line opened showing it)

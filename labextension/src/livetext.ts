@@ -31,8 +31,14 @@ async function registerWidget(app: JupyterFrontEnd): Promise<boolean> {
     if (!registry) {
       return false;
     }
-    const { LiveTextModel, LiveTextView, MODULE, VERSION } = await import('./livetext_widget');
-    registry.registerWidget({ name: MODULE, version: VERSION, exports: { LiveTextModel, LiveTextView } });
+    const { LiveStatusModel, LiveStatusView, LiveTextModel, LiveTextView, MODULE, VERSION } = await import(
+      './livetext_widget'
+    );
+    registry.registerWidget({
+      name: MODULE,
+      version: VERSION,
+      exports: { LiveStatusModel, LiveStatusView, LiveTextModel, LiveTextView }
+    });
     return true;
   } catch (error) {
     console.warn('agentik: no ipywidgets manager; answers stream in its HTML widgets', error);

@@ -43,7 +43,8 @@ export class LiveTextModel extends DOMWidgetModel {
       _model_module_version: `^${VERSION}`,
       _view_module_version: `^${VERSION}`,
       value: '',
-      tail: ''
+      tail: '',
+      head: ''
     };
   }
 
@@ -74,9 +75,20 @@ export class LiveTextModel extends DOMWidgetModel {
 
 export class LiveTextView extends DOMWidgetView {
   private tailNodes: Node[] = [];
+  /** Where the answer's nodes go: the view itself, or below the `head` (a turn's question). */
+  private body!: HTMLElement;
 
   render(): void {
-    this.el.classList.add(...CLASSES);
+    this.body = this.el;
+    const head = this.model.get('head') as string;
+    if (head) {
+      // (the question opens with the view, as one widget; the answer streams below it)
+      const top = document.createElement('div');
+      top.append(...nodesOf(head));
+      this.body = document.createElement('div');
+      this.el.append(top, this.body);
+    }
+    this.body.classList.add(...CLASSES);
     this.renderAll();
     this.listenTo(this.model, 'change:value change:tail', () => this.renderAll());
     this.listenTo(this.model, 'agentik:append', (added: string, tail: string) => this.append(added, tail));
@@ -84,7 +96,7 @@ export class LiveTextView extends DOMWidgetView {
 
   /** The whole state (when the widget opens, or the kernel made it exact). */
   private renderAll(): void {
-    this.el.replaceChildren(...nodesOf(this.model.get('value') as string));
+    this.body.replaceChildren(...nodesOf(this.model.get('value') as string));
     this.tailNodes = [];
     this.setTail(this.model.get('tail') as string);
   }
@@ -94,12 +106,72 @@ export class LiveTextView extends DOMWidgetView {
       node.parentNode?.removeChild(node);
     }
     this.tailNodes = [];
-    this.el.append(...nodesOf(added));
+    this.body.append(...nodesOf(added));
     this.setTail(tail);
   }
 
   private setTail(tail: string): void {
     this.tailNodes = nodesOf(tail);
-    this.el.append(...this.tailNodes);
+    this.body.append(...this.tailNodes);
+    if (this.body !== this.el) {
+      this.body.hidden = !this.body.hasChildNodes(); // (no answer yet: no empty answer box)
+    }
+  }
+}
+
+/** A turn's status line and Stop (agentik_jupyter/widgets/live_status.py): one widget, not three. */
+export class LiveStatusModel extends DOMWidgetModel {
+  defaults(): any {
+    return {
+      ...super.defaults(),
+      _model_name: 'LiveStatusModel',
+      _view_name: 'LiveStatusView',
+      _model_module: MODULE,
+      _view_module: MODULE,
+      _model_module_version: `^${VERSION}`,
+      _view_module_version: `^${VERSION}`,
+      value: '',
+      disabled: false
+    };
+  }
+}
+
+/**
+ * Drawn as ipywidgets draws the HBox of an HTML widget and a Button it replaces (their classes,
+ * so the same styles apply): the line takes the room, Stop sits at its right. The line's HTML
+ * is the kernel's (its text escaped there), shown as ipywidgets' HTML widget shows it.
+ */
+export class LiveStatusView extends DOMWidgetView {
+  private line!: HTMLElement;
+  private stop!: HTMLButtonElement;
+
+  render(): void {
+    this.el.classList.add('widget-container', 'widget-box', 'widget-hbox', 'agentik-live-status');
+    const html = document.createElement('div');
+    html.classList.add('jupyter-widgets', 'widget-inline-hbox', 'widget-html');
+    html.style.flex = '1 1 auto';
+    this.line = document.createElement('div');
+    this.line.classList.add('widget-html-content');
+    html.append(this.line);
+    this.stop = document.createElement('button');
+    this.stop.type = 'button';
+    this.stop.classList.add('jupyter-widgets', 'jupyter-button', 'widget-button', 'agentik-button');
+    this.stop.title = 'Stop this turn';
+    const icon = document.createElement('i');
+    icon.classList.add('fa', 'fa-stop');
+    this.stop.append(icon, 'Stop');
+    this.stop.addEventListener('click', event => {
+      event.preventDefault();
+      if (!this.stop.disabled) {
+        this.send({ event: 'stop' });
+      }
+    });
+    this.el.append(html, this.stop);
+    this.update();
+  }
+
+  update(): void {
+    this.line.innerHTML = this.model.get('value') as string;
+    this.stop.disabled = !!this.model.get('disabled');
   }
 }
