@@ -29,9 +29,9 @@ def extension() -> Iterator[None]:
     frontend.forget()
 
 
-def click(widget: Any) -> None:
+def click(widget: Any, event: str = "stop") -> None:
     """The page's Stop click, as the extension sends it (a custom message on the widget's comm)."""
-    widget._handle_msg({"content": {"data": {"method": "custom", "content": {"event": "stop"}}}, "buffers": []})
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": {"event": event}}}, "buffers": []})
 
 
 def test_an_append_only_view_opens_the_question_with_its_answer_and_the_line_with_stop(
@@ -59,6 +59,8 @@ def test_stop_on_the_page_stops_and_a_disabled_stop_does_nothing(comm_log: CommL
     line.disabled = False
     click(line)
     assert clicks == [line]
+    click(line, "click")  # (a client that clicks it as ipywidgets' Button)
+    assert clicks == [line, line]
     line.close()
 
 

@@ -4,8 +4,10 @@ ipywidgets needs three widgets for them (an HTML, a Button, an HBox to put them 
 three opens of ~450 bytes and three closes a turn. `LiveStatus` is a model of our extension
 (labextension/src/livetext_widget.ts) that draws the line (`value`, the status line's HTML, as
 an HTML widget shows it) and a Stop button (`disabled`); a click comes back as a custom message
-`{"event": "stop"}`. It has the Button's `disabled` and `on_click`, so the turn view drives it
-as it drives the Button. Used only after the frontend answered the handshake (kernel/frontend.py).
+`{"event": "stop"}` (ipywidgets' Button click, `{"event": "click"}`, is taken too: a client that
+clicks Stop as a Button works unchanged). It has the Button's `disabled` and `on_click`, so the
+turn view drives it as it drives the Button. Used only after the frontend answered the
+handshake (kernel/frontend.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,6 @@ class LiveStatus(Lean, DOMWidget):
         self._on_click.append(callback)
 
     def _on_page_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("event") == "stop" and not self.disabled:
+        if isinstance(content, dict) and content.get("event") in ("stop", "click") and not self.disabled:
             for callback in self._on_click:
                 callback(self)
