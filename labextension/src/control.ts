@@ -33,10 +33,12 @@ export const isCellId = isId;
 /**
  * The button offered when the kernel has no agentik loaded: it runs the fixed `LOAD_CODE`
  * (nothing from a file in it), then `retry` (the sidebar's Continue here, Fix with agent).
- * `say` tells the user what happens meanwhile.
+ * `kernel` is read at the click, the kernel `retry` will ask too (the user may have switched
+ * notebook or restarted since the offer); the button is disabled while it loads, so a double
+ * click loads once. `say` tells the user what happens meanwhile, failures included.
  */
 export function loadThenRetry(
-  kernel: Kernel.IKernelConnection,
+  kernel: () => Kernel.IKernelConnection | null | undefined,
   then: string,
   retry: () => Promise<void>,
   say: (text: string) => void
@@ -45,14 +47,27 @@ export function loadThenRetry(
   const load = el('button', 'jp-Button jp-mod-styled agentik-load-extension', label) as HTMLButtonElement;
   load.type = 'button';
   load.addEventListener('click', () => {
+    const target = kernel();
+    if (!target) {
+      say('This notebook has no running kernel: start one, then try again.');
+      return;
+    }
+    load.disabled = true;
     say('Loading the agentik extension in the kernel\u2026');
-    void kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }).done.then(reply => {
-      if (reply.content.status !== 'ok') {
-        say(`Could not load the extension in the kernel (${reply.content.status}).`);
-        return;
+    void (async () => {
+      try {
+        const reply = await target.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }).done;
+        if (reply.content.status !== 'ok') {
+          say(`Could not load the extension in the kernel (${reply.content.status}).`);
+          return;
+        }
+        await retry();
+      } catch (error) {
+        say(`Could not load the extension in the kernel: ${(error as Error).message}`);
+      } finally {
+        load.disabled = false;
       }
-      return retry();
-    });
+    })();
   });
   return load;
 }

@@ -161,7 +161,9 @@ async function startFix(notebook: Notebook, cellId: string, button: FixButton): 
     turn.dispose();
     if (error instanceof NotLoadedError) {
       const say = (text: string): void => button.say(text);
-      button.say(error.message, loadThenRetry(kernel, ' and fix', () => startFix(notebook, cellId, button), say));
+      const current = (): Kernel.IKernelConnection | null | undefined =>
+        (notebook.parent as NotebookPanel | null)?.sessionContext.session?.kernel;
+      button.say(error.message, loadThenRetry(current, ' and fix', () => startFix(notebook, cellId, button), say));
     } else {
       button.say(error instanceof Error ? error.message : String(error));
     }

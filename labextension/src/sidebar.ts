@@ -376,7 +376,7 @@ export class SessionsSidebar extends Widget {
       this.say(`The next %%agent cell continues “${label}”.`);
     } catch (error) {
       if (error instanceof NotLoadedError) {
-        const load = loadThenRetry(kernel, '', () => this.continueHere(session), text => this.say(text));
+        const load = loadThenRetry(() => this.kernel(), '', () => this.continueHere(session), text => this.say(text));
         this.say(`${error.message} `, load);
       } else {
         this.say(`Could not continue “${label}”: ${(error as Error).message}`);
