@@ -142,8 +142,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             out.append(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
                        f'{escape(e["content"])}</span></div>')
         elif e["role"] == "assistant":
-            out.append(f'<div class="agentik-assistant"{_entry_attribute(e, i)}>'
-                       f'{one_line(render_markdown(e["content"]))}</div>')
+            out.append(_answer_html(e["content"], i if _in_html(e) else None))
         elif e["role"] == "error":
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
         else:
@@ -165,9 +164,11 @@ def _in_html(entry: dict[str, Any]) -> bool:
     return entry["role"] == "assistant" and len(entry["content"]) > PLAIN_TEXT_LIMIT
 
 
-def _entry_attribute(entry: dict[str, Any], index: int) -> str:
-    """`data-agentik-entry="i"` on an answer's HTML: where the lab renderer finds it."""
-    return f' data-agentik-entry="{index}"' if _in_html(entry) else ""
+def _answer_html(answer: str, index: int | None) -> str:
+    """An answer's element in the text/html; `data-agentik-entry="i"` (an answer kept only
+    there, `in_html`) is where the lab renderer finds it."""
+    where = f' data-agentik-entry="{index}"' if index is not None else ""
+    return f'<div class="agentik-assistant"{where}>{one_line(render_markdown(answer))}</div>'
 
 
 def _json_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -189,7 +190,7 @@ def holds_answer(bundle: dict[str, Any], answer: str) -> bool:
             continue
         if e["content"] == answer and not e.get("in_html"):
             return True
-        if e.get("in_html") and f'data-agentik-entry="{i}">{one_line(render_markdown(answer))}</div>' in markup:
+        if e.get("in_html") and _answer_html(answer, i) in markup:
             return True
     return False
 

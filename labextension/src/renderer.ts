@@ -35,6 +35,8 @@ const BASE64 = /^[A-Za-z0-9+/=\s]*$/;
 const IMG_TAG = /<img\b[^>]*>/gi;
 const SAFE_LINK = /^(https?:|mailto:)/i;
 const TITLE_ARGS_LIMIT = 60;
+/** An answer's classes wherever it shows (transcript, live text, panel: widgets/shared.py ANSWER_CLASSES). */
+export const ANSWER_CLASSES = 'agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown';
 
 export function el(tag: string, className = '', text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -73,7 +75,7 @@ function noImagesSanitizer(base: IRenderMime.ISanitizer): IRenderMime.ISanitizer
 }
 
 async function markdown(source: string, ctx: RenderContext): Promise<HTMLElement> {
-  const host = el('div', 'agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown');
+  const host = el('div', ANSWER_CLASSES);
   if (!ctx.markdownParser) {
     host.appendChild(el('pre', '', source));
     return host;
@@ -105,7 +107,7 @@ async function answerFromHtml(bundleHtml: string, index: number, ctx: RenderCont
   if (!part) {
     return null;
   }
-  const host = el('div', 'agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown');
+  const host = el('div', ANSWER_CLASSES);
   await renderHTML({
     host,
     source: part.innerHTML,
