@@ -43,3 +43,19 @@ def test_jupyterlab_lists_it_enabled() -> None:
     lines = [line for line in (listing.stdout + listing.stderr).splitlines() if NAME in line]
     assert lines, f"`jupyter labextension list` does not show {NAME}: {HOW_TO_BUILD}\n{listing.stderr}"
     assert "enabled" in lines[0] and "OK" in lines[0], lines[0]
+
+
+def test_the_versions_agree() -> None:
+    """The kernel asks ipywidgets for LiveText at `^{__version__}`, and the extension registers it
+    at its VERSION: if the two parted, the answer would stream into a widget error."""
+    import re
+    import tomllib
+
+    import agentik_jupyter
+
+    root = Path(__file__).resolve().parents[1]
+    package = json.loads((root / "labextension" / "package.json").read_text())["version"]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    widget = re.search(r"export const VERSION = '([^']+)'", (root / "labextension" / "src" / "livetext_widget.ts").read_text())
+    assert widget, "livetext_widget.ts no longer states its VERSION"
+    assert {agentik_jupyter.__version__, package, project, widget.group(1)} == {package}
