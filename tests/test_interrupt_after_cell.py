@@ -10,7 +10,6 @@ would wait forever. Real kernel, real Interrupt.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
@@ -19,12 +18,11 @@ import pytest
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
-from .kernel_support import AGENT_EXPR, RawKernel, audit, kernel_env, roles, wait_for
+from .kernel_support import RawKernel, kernel_env, wait_for
+from .test_interrupt_wait_code import interrupt_background
 
 pytestmark = pytest.mark.timeout(150)
 
-S = f"{AGENT_EXPR}.session"
-MARGIN = 8.0  # seconds; without the raise the tool would spin until the kernel is killed
 WAIT_THEN_SPIN = '''
 import asyncio
 from agentik_jupyter import tool
@@ -61,13 +59,6 @@ def test_a_tool_that_outlives_the_cell_it_started_in_is_still_interrupted(
         wait_for(started.exists, 20, "the tool to start while the cell runs")
         assert "cell done" in kernel.collect(cell, timeout=20).text  # the cell ended; the tool waits on
         wait_for(spinning.exists, 20, "the tool to hold the loop")
-        time.sleep(0.5)
-        interrupted = time.monotonic()
-        kernel.km.interrupt_kernel()
-        kernel.wait_until(f"not {S}.busy", timeout=MARGIN, interval=0.1)
-        assert time.monotonic() - interrupted < MARGIN
-        entries = audit(db_path)
-        assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", roles(entries)
-        assert kernel.value("kept") == 41 and len(server.requests) == 1
+        interrupt_background(kernel, server, db_path)
     finally:
         kernel.close()

@@ -92,6 +92,19 @@ def assert_stopped_and_alive(kernel: RawKernel, server: FakeLLMServer, db_path: 
     assert roles(audit(db_path))[-1] == "AssistantMessage"
 
 
+def interrupt_background(kernel: RawKernel, server: FakeLLMServer, db_path: Path) -> None:
+    """Interrupt while a turn not tied to a running cell holds the loop in its code: the turn
+    stops within MARGIN, the sessions file says so, the user's variables stay, no model call follows."""
+    time.sleep(0.5)
+    interrupted = time.monotonic()
+    kernel.km.interrupt_kernel()
+    kernel.wait_until(f"not {S}.busy", timeout=MARGIN, interval=0.1)
+    assert time.monotonic() - interrupted < MARGIN
+    entries = audit(db_path)
+    assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", roles(entries)
+    assert kernel.value("kept") == 41 and len(server.requests) == 1
+
+
 @pytest.mark.parametrize("code", [SLEEP, SPIN, AWAIT], ids=["sleep", "busy-loop", "top-level-await"])
 def test_interrupt_stops_run_code_in_a_wait_cell(server: FakeLLMServer, tmp_path: Path, code: str) -> None:
     kernel, db_path = start(server, tmp_path)
@@ -165,14 +178,7 @@ def test_interrupt_stops_run_code_of_a_background_turn(server: FakeLLMServer, tm
                     Reply.text("never asked"))
         assert kernel.execute("%%agent\nSpin.").ok
         wait_for(marker.exists, 20, "the agent's code to start")
-        time.sleep(0.5)
-        interrupted = time.monotonic()
-        kernel.km.interrupt_kernel()
-        kernel.wait_until(f"not {S}.busy", timeout=MARGIN, interval=0.1)
-        assert time.monotonic() - interrupted < MARGIN
-        entries = audit(db_path)
-        assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", roles(entries)
-        assert kernel.value("kept") == 41 and len(server.requests) == 1
+        interrupt_background(kernel, server, db_path)
         server.clear()
         server.push(Reply.text("Still here."))
         after = kernel.execute("%%agent --wait\nAre you there?", timeout=40)
@@ -197,14 +203,7 @@ def test_interrupt_stops_run_code_of_a_panel_turn(server: FakeLLMServer, tmp_pat
         send_on_subshell(kernel, subshell, comm_of(kernel, "ButtonModel", description="Send"),
                          {"method": "custom", "content": {"event": "click"}})
         wait_for(marker.exists, 20, "the agent's code to start")
-        time.sleep(0.5)
-        interrupted = time.monotonic()
-        kernel.km.interrupt_kernel()
-        kernel.wait_until(f"not {S}.busy", timeout=MARGIN, interval=0.1)
-        assert time.monotonic() - interrupted < MARGIN
-        entries = audit(db_path)
-        assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", roles(entries)
-        assert kernel.value("kept") == 41 and len(server.requests) == 1
+        interrupt_background(kernel, server, db_path)
     finally:
         kernel.close()
 
