@@ -147,7 +147,7 @@ class TurnView:
             return
         self._built = True
         begun = (self.clock() if self._started_at is None else self._started_at) if self.started else None
-        if frontend.live_text():  # our extension: the line with Stop, and the question with the answer, as one widget each
+        if frontend.live_text():  # our extension: the line with Stop, the question with the answer: a widget each
             self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun,
                                      make=lambda value: LiveStatus(value=value, disabled=not self.armed,
                                                                    layout=layout("plain")))
