@@ -26,8 +26,6 @@ from .lean import Lean
 
 MODULE = "agentik-jupyter"
 VERSION = f"^{__version__}"
-CLASSES = "agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown"
-"""What the answer's element carries in every view (the transcript and the panel too)."""
 
 
 class LiveText(Lean, DOMWidget):

@@ -3,8 +3,8 @@
  *
  * A streamed answer's HTML is `value + tail`: `value`, finished Markdown blocks, only grows;
  * `tail`, the unfinished block, changes. The kernel sends what changed in a custom message
- * `{keep, add, stable}`: keep the first `keep` characters of what is shown, add `add`, and the
- * first `stable` characters are finished. Finished blocks are added to the page once and
+ * `{k, a, s}`: keep the first `k` characters of what is shown, add `a`, and the first `s`
+ * characters are finished. Finished blocks are added to the page once and
  * never rebuilt; only the tail's nodes are replaced. The HTML comes sanitized from the kernel
  * and is cleaned again by the transcript's allow-list (safehtml.ts) before it is inserted
  * (the model and view: livetext_widget.ts).
