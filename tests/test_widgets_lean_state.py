@@ -67,3 +67,29 @@ def test_a_changed_default_still_crosses(comm_log: CommLog) -> None:
     updates = [payload["state"] for kind, _, _, payload in comm_log.messages if kind == "comm_msg"]
     assert updates == [{"disabled": False}]
     stop.close()
+
+
+def test_a_button_without_a_tooltip_keeps_its_hover_text(comm_log: CommLog) -> None:
+    """The page's ButtonModel defaults `tooltip` to '' (not null) and shows `tooltip ?? description`
+    on hover: a Button opened without `tooltip: null` would lose the description as its hover text."""
+    button_style(), layout("plain")
+    comm_log.reset()
+    approve = button("Approve")
+    state = opened(comm_log)[0]
+    assert "tooltip" in state and state["tooltip"] is None
+    approve.close()
+
+
+def test_a_state_asked_for_again_is_whole(comm_log: CommLog) -> None:
+    """After a reconnect the page asks for every widget's state and merges it into the models it
+    kept: a key left out would keep the page's stale value (a Stop shown disabled, an old tail)."""
+    layout("tight")
+    live = LiveText("", "<p>The</p>", layout=layout("tight"))
+    stop = button("Stop", disabled=True)
+    stop.disabled = False
+    live.reset("<p>The end.</p>")
+    again = live.get_state()
+    assert again["value"] == "<p>The end.</p>" and again["tail"] == ""
+    assert stop.get_state()["disabled"] is False
+    assert "_dom_classes" in stop.get_state() and "_view_name" in stop.get_state()
+    live.close(), stop.close()

@@ -5,6 +5,9 @@ the page's model starts from the same defaults (its `defaults()`): no classes, n
 empty description, the view of its own kind. A view opens several widgets a turn, so these
 leave out each trait whose value is that default; the model's kind (`_model_*`, which the page
 needs to make the model) always crosses, and a later change of any trait is an update as usual.
+Only the opening is lean: a state asked for again (the page reconnecting, `request_states`)
+is whole, since the page merges it into the models it kept and a left-out key would keep a
+stale value there.
 """
 
 from __future__ import annotations
@@ -25,15 +28,26 @@ VIEW_KIND = ("_view_name", "_view_module", "_view_module_version")
 
 
 class Lean:
-    """Mixin for a DOMWidget: `get_state()` without the page's defaults (see the module)."""
+    """Mixin for a DOMWidget: opens without the page's defaults (see the module)."""
+
+    KEEP: tuple[str, ...] = ()
+    """Traits always sent: the page's default for this kind differs from PAGE_DEFAULTS."""
+    _opening = False
+
+    def open(self) -> None:
+        self._opening = True
+        try:
+            super().open()  # type: ignore[misc]
+        finally:
+            self._opening = False
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
         state: dict[str, Any] = super().get_state(key, drop_defaults)  # type: ignore[misc]
-        if key is not None:
+        if key is not None or not self._opening:
             return state
         traits = self.traits()  # type: ignore[attr-defined]
         for name in list(state):
-            if name in KIND:
+            if name in KIND or name in self.KEEP:
                 continue
             value = state[name]
             if name in VIEW_KIND:
@@ -55,7 +69,10 @@ class LeanHTML(Lean, HTML):
 
 
 class LeanButton(Lean, Button):
-    """A Button opened lean."""
+    """A Button opened lean. Its page model defaults `tooltip` to '' and shows
+    `tooltip ?? description` on hover: the None that means "the description" must cross."""
+
+    KEEP = ("tooltip",)
 
 
 class LeanHBox(Lean, HBox):
