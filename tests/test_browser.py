@@ -201,6 +201,16 @@ class Lab:
         assert WIDGET_ERROR not in body, body[-2000:]
 
 
+def choose_the_kernel_if_asked(lab: Lab) -> None:
+    """A Shift+Enter before the notebook's session has its kernel (a loaded machine, the page just
+    opened) makes JupyterLab and Notebook 7 ask which kernel to start ("Select Kernel", modal: it
+    takes every click). Answer as a user would: the kernel it proposes, the notebook's own."""
+    dialog = lab.page.locator(".jp-Dialog", has_text="Select Kernel")
+    if dialog.count():
+        dialog.first.locator(".jp-Dialog-button.jp-mod-accept").click()
+        dialog.first.wait_for(state="detached", timeout=10_000)
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
     """Poll `predicate` until it returns something truthy; fail with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -384,6 +394,7 @@ def run_first_cell(lab: Lab) -> None:
     """Select the first cell and Shift+Enter it, again if the kernel was not connected yet
     (JupyterLab then skips the cell silently: its prompt stays `[ ]`)."""
     for attempt in range(3):
+        choose_the_kernel_if_asked(lab)
         lab.cell(CELL_LOAD).locator(".jp-InputArea-prompt").click()  # select it, command mode
         lab.page.keyboard.press("Shift+Enter")
         try:

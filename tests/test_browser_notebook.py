@@ -22,6 +22,7 @@ import pytest
 
 from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
     Lab,
+    choose_the_kernel_if_asked,
     notebook_page,
     tool_messages,
     wait_until,
@@ -57,6 +58,7 @@ def source(lab: Lab, index: int) -> str:
 def run_cell(lab: Lab, index: int) -> None:
     """Select a cell (command mode) and Shift+Enter it, again if the kernel was not ready yet."""
     for attempt in range(3):
+        choose_the_kernel_if_asked(lab)
         lab.cell(index).locator(".jp-InputArea-prompt").click()
         lab.page.keyboard.press("Shift+Enter")
         try:

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .test_browser import Lab, browser_lab, lab_server, wait_until, write_code_cells
+from .test_browser import Lab, browser_lab, choose_the_kernel_if_asked, lab_server, wait_until, write_code_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -107,6 +107,7 @@ def run_cell(lab: Lab, index: int) -> None:
     prompt = lab.cell(index).locator(".jp-InputArea-prompt")
     for attempt in range(3):
         try:
+            choose_the_kernel_if_asked(lab)
             prompt.scroll_into_view_if_needed(timeout=5_000)
             before = lab.text(prompt)
             prompt.click()

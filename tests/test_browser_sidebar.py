@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .test_browser import Lab, browser_lab, lab_server, wait_until, write_code_cells
+from .test_browser import Lab, browser_lab, choose_the_kernel_if_asked, lab_server, wait_until, write_code_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -63,6 +63,7 @@ def run_cell(lab: Lab, index: int) -> None:
     prompt = lab.cell(index).locator(".jp-InputArea-prompt")
     before = lab.text(prompt)
     for attempt in range(3):
+        choose_the_kernel_if_asked(lab)
         prompt.click()
         lab.page.keyboard.press("Shift+Enter")
         try:
