@@ -14,22 +14,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ipywidgets import DOMWidget
 from traitlets import Bool, Unicode
 
-from .lean import Lean
-from .live_text import MODULE, VERSION
+from .live_text import ExtensionWidget
 
 
-class LiveStatus(Lean, DOMWidget):
+class LiveStatus(ExtensionWidget):
     """The status line's HTML (`value`) and Stop (`disabled`, `on_click`)."""
 
     _model_name = Unicode("LiveStatusModel").tag(sync=True)
     _view_name = Unicode("LiveStatusView").tag(sync=True)
-    _model_module = Unicode(MODULE).tag(sync=True)
-    _view_module = Unicode(MODULE).tag(sync=True)
-    _model_module_version = Unicode(VERSION).tag(sync=True)
-    _view_module_version = Unicode(VERSION).tag(sync=True)
     value = Unicode("").tag(sync=True)
     disabled = Bool(False).tag(sync=True)
 

@@ -28,15 +28,20 @@ MODULE = "agentik-jupyter"
 VERSION = f"^{__version__}"
 
 
-class LiveText(Lean, DOMWidget):
-    """Sanitized HTML shown as `done + tail`; see the module docstring."""
+class ExtensionWidget(Lean, DOMWidget):
+    """A widget whose model and view live in our lab extension (livetext_widget.ts), at its version."""
 
-    _model_name = Unicode("LiveTextModel").tag(sync=True)
-    _view_name = Unicode("LiveTextView").tag(sync=True)
     _model_module = Unicode(MODULE).tag(sync=True)
     _view_module = Unicode(MODULE).tag(sync=True)
     _model_module_version = Unicode(VERSION).tag(sync=True)
     _view_module_version = Unicode(VERSION).tag(sync=True)
+
+
+class LiveText(ExtensionWidget):
+    """Sanitized HTML shown as `done + tail`; see the module docstring."""
+
+    _model_name = Unicode("LiveTextModel").tag(sync=True)
+    _view_name = Unicode("LiveTextView").tag(sync=True)
     value = Unicode("").tag(sync=True)
     tail = Unicode("").tag(sync=True)
     head = Unicode("").tag(sync=True)
