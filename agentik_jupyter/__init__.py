@@ -12,12 +12,12 @@ __version__ = "0.1.0"
 __all__ = ["tool", "current_session", "load_ipython_extension", "unload_ipython_extension", "__version__"]
 
 if TYPE_CHECKING:
-    from .registry import tool
+    from agentik_jupyter.tools.registry import tool
 
 
 def __getattr__(name: str) -> Any:
     if name == "tool":
-        from .registry import tool
+        from agentik_jupyter.tools.registry import tool
 
         return tool
     raise AttributeError(name)
@@ -27,7 +27,7 @@ def current_session() -> Any:
     """The Session the next `%%agent` turn goes to in this kernel (None before the first turn)."""
     from IPython import get_ipython
 
-    from .kernel.agent import get_agent
+    from agentik_jupyter.kernel.agent import get_agent
 
     shell = get_ipython()
     return get_agent(shell).session if shell is not None else None
@@ -38,16 +38,16 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .kernel import frontend
-    from .kernel.extension import load
+    from agentik_jupyter.notebook import page as frontend
+    from agentik_jupyter.kernel.extension import load
 
     load(ipython)
     frontend.hello()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .kernel import frontend
-    from .kernel.extension import unload
+    from agentik_jupyter.notebook import page as frontend
+    from agentik_jupyter.kernel.extension import unload
 
     unload(ipython)
     frontend.forget()

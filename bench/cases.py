@@ -11,10 +11,10 @@ from typing import Any, Awaitable, Callable
 import httpx2
 
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.transport import InProcessTransport
+from agentik_jupyter.core.transport import InProcessTransport
 
 from .engines import ENGINE_BENCHMARKS
 from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
@@ -88,7 +88,7 @@ def describe_big_vs_small_frame() -> dict[str, Any]:
     import pandas as pd
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agentik_jupyter.kernel.context_tools import make_context_tools
+    from agentik_jupyter.tools.context import make_context_tools
 
     shell = InteractiveShell.instance()
     column = np.arange(10_000_000, dtype="float64")

@@ -29,7 +29,7 @@ def _measure(name: str, value: Any, rows: int = ROWS) -> dict[str, Any]:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agentik_jupyter.engines.limits import describe_budget_s
-    from agentik_jupyter.kernel.context_tools import make_context_tools
+    from agentik_jupyter.tools.context import make_context_tools
 
     shell = InteractiveShell.instance()
     shell.user_ns[name] = value

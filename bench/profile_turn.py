@@ -47,7 +47,7 @@ async def __timed(fn, n, digits):
 PHASES_CELL = TIMED + """\
 import time, json
 from agentik_jupyter.kernel.agent import get_agent
-from agentik_jupyter.chat import build_system_prompt
+from agentik_jupyter.core.chat_route import build_system_prompt
 from agentik_jupyter.types import AppendText, StartResponse
 from agentik_jupyter.widgets import TurnView, transcript_bundle
 from agentik_jupyter.widgets.markdown import render_markdown
@@ -89,12 +89,12 @@ print(json.dumps({{
 
 STAGES_CELL = TIMED + """\
 import time, json
-from agentik_jupyter import chat
+from agentik_jupyter.core import chat_route as chat
 from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.kernel.magics import run_cell_turn
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.session import Session
-from agentik_jupyter.transport import default_transport
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.session import Session
+from agentik_jupyter.core.transport import default_transport
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets import TurnView
 async def __adapter():

@@ -12,7 +12,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.kernel.context_tools import make_context_tools
+from agentik_jupyter.tools.context import make_context_tools
 
 # The budget the big-frame tests give describe, and what they allow on top: the cancel
 # grace (limits.CANCEL_GRACE_S) plus scheduling noise on a loaded 2-core machine.

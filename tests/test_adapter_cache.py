@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from agentik_jupyter.chat import MAX_CACHED_ADAPTERS, AdapterCache, config_digest, stream_chat
+from agentik_jupyter.core.chat_route import MAX_CACHED_ADAPTERS, AdapterCache, config_digest, stream_chat
 from agentik_jupyter.providers.base import ChatParams, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
 from agentik_jupyter.testing import FakeLLMServer

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentik_jupyter.kernel.approval import (
+from agentik_jupyter.tools.approval import (
     APPROVE_ENV,
     DEFAULT_TIMEOUT,
     TIMEOUT_ENV,
@@ -18,9 +18,9 @@ from agentik_jupyter.kernel.approval import (
     describe_tools,
     format_tools,
 )
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import ToolRegistry, definition_from_function
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolDefinition
 

@@ -6,7 +6,7 @@ import asyncio
 import re
 from html import unescape
 
-from agentik_jupyter.kernel.approval import ApprovalGate, ApprovalRequest
+from agentik_jupyter.tools.approval import ApprovalGate, ApprovalRequest
 from agentik_jupyter.types import ToolCall, ToolDefinition
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 

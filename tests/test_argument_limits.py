@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentik_jupyter.arguments import (
+from agentik_jupyter.tools.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     bound_arguments,
@@ -25,14 +25,14 @@ from agentik_jupyter.arguments import (
 )
 from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.providers.base import ProviderToolCall
-from agentik_jupyter.registry import ToolRegistry, definition_from_function, tool
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, tool
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
-from agentik_jupyter.transport import InProcessTransport
+from agentik_jupyter.core.transport import InProcessTransport
 from agentik_jupyter.types import ToolCall, ToolResult
-from agentik_jupyter.validation import check_call, validate_arguments
+from agentik_jupyter.tools.validation import check_call, validate_arguments
 
 
 def nested(depth: int, kind: str = "list") -> Any:

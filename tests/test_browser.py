@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 import nbformat  # noqa: E402
 from playwright import sync_api  # noqa: E402
 
-from agentik_jupyter.kernel.cells import PROPOSAL_LINE  # noqa: E402
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE  # noqa: E402
 from agentik_jupyter.persistence import SessionDB  # noqa: E402
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 from agentik_jupyter.types import (  # noqa: E402

@@ -19,7 +19,7 @@ from .test_browser_notebook import run_cell  # noqa: E402  (Shift+Enter, again i
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-from agentik_jupyter.kernel.cells import PROPOSAL_LINE  # noqa: E402
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE  # noqa: E402
 from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "proposal_demo.ipynb"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agentik_jupyter.chat import ChatRouteError, load_body, parse_request
+from agentik_jupyter.core.chat_route import ChatRouteError, load_body, parse_request
 from agentik_jupyter.server.sse import normalise
 
 CALL = {"id": "c1", "name": "row_count", "args": {"table": "a"}}

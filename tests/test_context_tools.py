@@ -17,19 +17,19 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.kernel.context_tools import (
+from agentik_jupyter.tools.context import (
     CodeExecutionError,
     make_context_tools,
     register_context_tools,
     summarize_variables,
     variables_of,
 )
-from agentik_jupyter.kernel.cells import PROPOSAL_LINE
-from agentik_jupyter.kernel.dataframes import BUDGET_CHARS, MAX_COLUMNS
-from agentik_jupyter.kernel.inspection import INSPECT_BUDGET_CHARS
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import ToolRegistry, definition_from_function
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
+from agentik_jupyter.tools.dataframes import BUDGET_CHARS, MAX_COLUMNS
+from agentik_jupyter.tools.inspection import INSPECT_BUDGET_CHARS
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolOutput
 
@@ -256,7 +256,7 @@ def test_describe_polars_frames(shell: InteractiveShell) -> None:
 def test_tools_never_import_pandas_or_polars() -> None:
     code = (
         "import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
-        "from agentik_jupyter.kernel.context_tools import make_context_tools\n"
+        "from agentik_jupyter.tools.context import make_context_tools\n"
         "sh = InteractiveShell.instance(); sh.user_ns.update(d={'a': [1]}, n=3)\n"
         "t = {x.name: x.execute for x in make_context_tools(sh)}\n"
         "t['list_variables'](); t['inspect_variable'](name='d')\n"
@@ -432,7 +432,7 @@ def test_tools_in_a_real_kernel(kernel: Any) -> None:
     kernel_run(kernel, """
 import numpy as np, pandas as pd, polars as pl
 %matplotlib inline
-from agentik_jupyter.kernel.context_tools import make_context_tools, variables_of
+from agentik_jupyter.tools.context import make_context_tools, variables_of
 tools = {t.name: t.execute for t in make_context_tools(get_ipython())}
 ints = np.arange(10_000_000)
 big = pd.DataFrame({f"c{k}": ints for k in range(500)}, copy=False)
@@ -476,7 +476,7 @@ print(json.dumps(results))
 
 def test_insert_cell_reaches_the_frontend_as_a_payload(kernel: Any) -> None:
     _, reply = kernel_run(kernel, """
-from agentik_jupyter.kernel.context_tools import make_context_tools
+from agentik_jupyter.tools.context import make_context_tools
 insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]
 await insert(source="a = 1")
 await insert(source="b = 2")
@@ -488,7 +488,7 @@ await insert(source="b = 2")
 def test_user_tools_defined_in_the_kernel_appear_and_are_replaced(kernel: Any) -> None:
     kernel_run(kernel, """
 from agentik_jupyter import tool
-from agentik_jupyter.registry import default_registry
+from agentik_jupyter.tools.registry import default_registry
 
 @tool
 def revenue(region: str) -> str:
@@ -512,11 +512,11 @@ def test_running_the_orchestrator_on_the_kernel_loop_keeps_cells_responsive(kern
     """A background turn waits for approval while other cells run; a later cell approves it."""
     kernel_run(kernel, """
 import asyncio
-from agentik_jupyter.kernel.approval import ApprovalGate
-from agentik_jupyter.kernel.context_tools import register_context_tools
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.tools.approval import ApprovalGate
+from agentik_jupyter.tools.context import register_context_tools
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage
 

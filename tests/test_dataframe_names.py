@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentik_jupyter.kernel.dataframes import BUDGET_CHARS, describe_frame
+from agentik_jupyter.tools.dataframes import BUDGET_CHARS, describe_frame
 
 TRIPS = "Trips over the past 24-hours (midnight to 11:59pm)"
 CUMULATIVE = "Cumulative trips (since launch):"

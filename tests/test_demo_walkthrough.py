@@ -294,7 +294,7 @@ def test_a_question_that_names_a_users_tool_calls_it_with_the_word_beside_its_pa
 
 
 def test_the_status_line_of_a_turn_whose_tool_failed_does_not_say_done() -> None:
-    from agentik_jupyter.store import AgentStore
+    from agentik_jupyter.core.store import AgentStore
     from agentik_jupyter.widgets.status import StatusLine
 
     line = StatusLine(AgentStore(), clock=lambda: 10.0)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY, PROVIDERS
-from agentik_jupyter.transport import InProcessTransport
+from agentik_jupyter.core.transport import InProcessTransport
 
 pytestmark = pytest.mark.parametrize("llm_provider", PROVIDERS)
 

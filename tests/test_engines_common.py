@@ -14,7 +14,7 @@ import pytest
 from agentik_jupyter.engines import base, limits
 from agentik_jupyter.engines.base import ColumnStats, Head, Job, OverBudget, StatsResult, Summary, run_bounded
 from agentik_jupyter.engines.render import render
-from agentik_jupyter.kernel import dataframes
+from agentik_jupyter.tools import dataframes
 
 
 def test_output_budget_is_the_pandas_one() -> None:
@@ -104,7 +104,7 @@ def test_no_engine_is_imported_by_us() -> None:
     code = (
         "import sys, pandas as pd\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
-        "from agentik_jupyter.kernel.context_tools import make_context_tools\n"
+        "from agentik_jupyter.tools.context import make_context_tools\n"
         "sh = InteractiveShell.instance(); sh.user_ns['df'] = pd.DataFrame({'a': [1, 2]})\n"
         "tools = {t.name: t.execute for t in make_context_tools(sh)}\n"
         "tools['list_variables'](); tools['describe_dataframe'](name='df'); tools['inspect_variable'](name='df')\n"

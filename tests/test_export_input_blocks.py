@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from agentik_jupyter.kernel.cells import PROPOSAL_LINE
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.notebook.export import InputBlocks, build_export, ran_in
 from agentik_jupyter.persistence import AuditEntry
 from agentik_jupyter.types import AssistantMessage, ToolCall, ToolResult, ToolResultRecord, UserMessage

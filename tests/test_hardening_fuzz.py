@@ -26,7 +26,7 @@ from agentik_jupyter.providers.base import StreamDone
 from agentik_jupyter.providers.errors import ProviderError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter, OpenAIStream
 from agentik_jupyter.types import ToolParameter
-from agentik_jupyter.validation import validate_arguments
+from agentik_jupyter.tools.validation import validate_arguments
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from agentik_jupyter.interruptible import interruptible
+from agentik_jupyter.tools.interruptible import interruptible
 
 pytestmark = pytest.mark.timeout(30)
 

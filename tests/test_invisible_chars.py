@@ -14,7 +14,7 @@ from html import unescape
 
 import pytest
 
-from agentik_jupyter.kernel.approval import ApprovalRequest
+from agentik_jupyter.tools.approval import ApprovalRequest
 from agentik_jupyter.notebook.edits import diff_html, unified_diff
 from agentik_jupyter.security import invisible
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolResult

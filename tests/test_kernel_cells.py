@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from agentik_jupyter.kernel.cells import PROPOSAL_LINE
-from agentik_jupyter.notebook.frontend import REPLY_TARGET, REPLY_TIMEOUT_S, REQUEST_TARGET
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
+from agentik_jupyter.notebook.requests import REPLY_TARGET, REPLY_TIMEOUT_S, REQUEST_TARGET
 
 from .kernel_support import RawKernel, kernel_env
 
@@ -25,9 +25,9 @@ pytestmark = pytest.mark.timeout(120)
 # A background turn (the cell returns at once) asking for two cells below cell "asking".
 START_TURN = """
 import asyncio
-from agentik_jupyter.kernel.cells import ANCHOR, CellAnchor
-from agentik_jupyter.kernel.context_tools import make_context_tools
-from agentik_jupyter.notebook.frontend import frontend
+from agentik_jupyter.notebook.cells import ANCHOR, CellAnchor
+from agentik_jupyter.tools.context import make_context_tools
+from agentik_jupyter.notebook.requests import frontend
 
 frontend._missing_until = 0.0
 insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]

@@ -15,7 +15,7 @@ import pytest_asyncio
 from mcp.server.mcpserver import MCPServer
 
 from agentik_jupyter.mcp import MCPManager, MCPServerError, MCPToolError, parse_config
-from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.tools.registry import ToolRegistry
 
 DEMO = str(Path(__file__).parent / "mcp_servers" / "demo_server.py")
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from agentik_jupyter.mcp import MCPManager, MCPServerError, parse_config
-from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.tools.registry import ToolRegistry
 
 pytestmark = [pytest.mark.timeout(60)]
 

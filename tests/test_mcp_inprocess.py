@@ -13,9 +13,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from agentik_jupyter.mcp import MCPConfig, MCPManager, MCPServerError, MCPToolError
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolDefinition, ToolOutput
 
@@ -156,7 +156,7 @@ def test_import_without_the_sdk_and_clear_error_when_configured() -> None:
         import asyncio, sys
         sys.modules["mcp"] = None  # as if the extra were not installed
         from agentik_jupyter.mcp import MCPManager, parse_config
-        from agentik_jupyter.registry import ToolRegistry
+        from agentik_jupyter.tools.registry import ToolRegistry
         m = MCPManager(ToolRegistry(), config=parse_config({"mcpServers": {}}))
         assert not m.configured
         m = MCPManager(ToolRegistry(), config=parse_config({"mcpServers": {"s": {"command": "x"}}}))

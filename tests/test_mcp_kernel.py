@@ -41,7 +41,7 @@ async def test_stdio_server_in_a_kernel(tmp_path: Path) -> None:
             f"""
             import sys
             from agentik_jupyter.mcp import MCPManager, load_config
-            from agentik_jupyter.registry import ToolRegistry
+            from agentik_jupyter.tools.registry import ToolRegistry
             try:
                 sys.stderr.fileno()
                 print("stderr has a fileno")

@@ -16,7 +16,7 @@ from mcp.types import (
 
 from agentik_jupyter.mcp import output_from_content, parameters_from_schema, tool_name
 from agentik_jupyter.mcp.schema import error_text
-from agentik_jupyter.validation import validate_arguments
+from agentik_jupyter.tools.validation import validate_arguments
 
 
 def test_top_level_properties_become_parameters() -> None:

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from agentik_jupyter.mcp import MCPManager, MCPServerError, MCPToolError, parse_config
-from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolOutput
 
 DEMO = str(Path(__file__).parent / "mcp_servers" / "demo_server.py")

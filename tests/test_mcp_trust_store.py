@@ -11,7 +11,7 @@ import pytest
 from agentik_jupyter.mcp import MCPConfig, MCPManager
 from agentik_jupyter.mcp.config import parse_server
 from agentik_jupyter.mcp.project import read_project_file
-from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.security.trust import TrustStore, digest, is_user_file
 
 SECRET = "sk-unit-SECRET-0123456789"

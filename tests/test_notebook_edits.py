@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from agentik_jupyter.notebook.edits import ReadLedger, diff_html, unified_diff
-from agentik_jupyter.notebook.frontend import REPLY_TARGET, REQUEST_TARGET
+from agentik_jupyter.notebook.requests import REPLY_TARGET, REQUEST_TARGET
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from .kernel_support import RawKernel, kernel_env, wait_for

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentik_jupyter.chat import build_system_prompt
+from agentik_jupyter.core.chat_route import build_system_prompt
 from agentik_jupyter.notebook.instructions import INSTRUCTIONS_CHARS, InstructionsFinder, find_instructions
 from agentik_jupyter.security.trust import TrustStore, digest
 from agentik_jupyter.testing import FakeLLMServer, Reply

@@ -53,8 +53,8 @@ def test_a_mentioned_frame_reaches_the_model_with_its_profile(tmp_path: Path) ->
 
 
 async def test_every_turn_of_a_session_expands_mentions_panel_sends_included() -> None:
-    from agentik_jupyter.registry import ToolRegistry
-    from agentik_jupyter.session import Session
+    from agentik_jupyter.tools.registry import ToolRegistry
+    from agentik_jupyter.core.session import Session
     from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 
     transport = ScriptedTransport([Step.say("Seen.")])

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from agentik_jupyter.orchestrator import MAX_ITERATIONS_MESSAGE, Orchestrator
+from agentik_jupyter.core.orchestrator import MAX_ITERATIONS_MESSAGE, Orchestrator
 from agentik_jupyter.providers.errors import AuthenticationError
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import AgentContext, ChatMessage, ToolDefinition, ToolParameter
 
@@ -258,7 +258,7 @@ async def test_empty_and_repeated_call_ids_are_made_unique() -> None:
 
 
 async def test_status_says_when_a_tool_waits_for_approval() -> None:
-    from agentik_jupyter.orchestrator import AWAITING_APPROVAL
+    from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL
 
     reg = ToolRegistry()
     reg.add(ToolDefinition(name="run_code", policy="ask", execute=lambda: "ran"))

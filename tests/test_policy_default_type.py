@@ -12,8 +12,8 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.kernel.context_tools import make_context_tools
-from agentik_jupyter.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.tools.context import make_context_tools
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
 from agentik_jupyter.types import ToolDefinition
 
 

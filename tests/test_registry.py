@@ -7,7 +7,7 @@ from typing import Literal, Optional
 import pytest
 from pydantic import BaseModel
 
-from agentik_jupyter.registry import DefinitionRegistry, DuplicateToolError, ToolRegistry, tool
+from agentik_jupyter.tools.registry import DefinitionRegistry, DuplicateToolError, ToolRegistry, tool
 from agentik_jupyter.types import ToolDefinition, ToolParameter
 
 

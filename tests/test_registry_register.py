@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import DuplicateToolError, ToolRegistry
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import DuplicateToolError, ToolRegistry
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolDefinition, ToolParameter
 

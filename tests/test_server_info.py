@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentik_jupyter.kernel.server_info import find_server
-from agentik_jupyter.transport import InProcessTransport, ServerTransport, default_transport
+from agentik_jupyter.core.server_info import find_server
+from agentik_jupyter.core.transport import InProcessTransport, ServerTransport, default_transport
 
 
 def test_reads_the_runtime_file_of_the_parent_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

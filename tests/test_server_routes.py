@@ -94,9 +94,9 @@ def test_sessions_api_lists_and_pages_history(server: RunningServer) -> None:
 
 
 async def test_a_turn_through_the_server_transport(server: RunningServer, llm: FakeLLMServer) -> None:
-    from agentik_jupyter.registry import ToolRegistry, tool
-    from agentik_jupyter.session import Session
-    from agentik_jupyter.transport import ServerTransport
+    from agentik_jupyter.tools.registry import ToolRegistry, tool
+    from agentik_jupyter.core.session import Session
+    from agentik_jupyter.core.transport import ServerTransport
 
     reg = ToolRegistry()
 

@@ -137,7 +137,7 @@ async def test_server_transport_streams_deltas_and_stops(server: RunningServer, 
     import asyncio
 
     from agentik_jupyter.providers.base import StreamDone, TextDelta
-    from agentik_jupyter.transport import ServerTransport
+    from agentik_jupyter.core.transport import ServerTransport
     from agentik_jupyter.types import ChatMessage
 
     transport = ServerTransport(server.url, server.token)
@@ -170,7 +170,7 @@ async def test_server_transport_streams_deltas_and_stops(server: RunningServer, 
 
 async def test_server_transport_reports_provider_errors(server: RunningServer, llm: FakeLLMServer) -> None:
     from agentik_jupyter.providers.errors import ProviderError
-    from agentik_jupyter.transport import ServerTransport
+    from agentik_jupyter.core.transport import ServerTransport
     from agentik_jupyter.types import ChatMessage
 
     llm.push(Reply.fault("429"), Reply.fault("429"), Reply.fault("429"))
@@ -187,7 +187,7 @@ def test_no_server_says_so_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     import asyncio
 
     from agentik_jupyter.providers.errors import ConfigurationError
-    from agentik_jupyter.transport import default_transport
+    from agentik_jupyter.core.transport import default_transport
     from agentik_jupyter.types import ChatMessage
 
     monkeypatch.setenv("AGENTIK_TRANSPORT", "server")

@@ -10,8 +10,8 @@ import pytest
 
 from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.providers.errors import RateLimitError
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import AgentContext, AssistantMessage, ErrorRecord, ToolCallRecord, ToolResultRecord, UserMessage
 
@@ -188,7 +188,7 @@ def test_user_message_record_has_context() -> None:
 
 
 async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) -> None:
-    from agentik_jupyter.history import UNFINISHED
+    from agentik_jupyter.core.history import UNFINISHED
 
     path = tmp_path / "u.agentik.db"
     db = await AsyncSessionDB.open(path)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentik_jupyter.history import HISTORY_PAGE
+from agentik_jupyter.core.history import HISTORY_PAGE
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.session import DELETED, Session
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.session import DELETED, Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 
 

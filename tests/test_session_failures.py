@@ -9,8 +9,8 @@ from pathlib import Path
 
 from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.providers.errors import ServerError
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ErrorEvent, Event
 

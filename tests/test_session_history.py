@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agentik_jupyter.history import HISTORY_PAGE, UNFINISHED
+from agentik_jupyter.core.history import HISTORY_PAGE, UNFINISHED
 from agentik_jupyter.persistence import AsyncSessionDB, SessionDB
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
 

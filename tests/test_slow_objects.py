@@ -19,9 +19,9 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.kernel import context_tools
-from agentik_jupyter.kernel.context_tools import make_context_tools, summarize_variables, variables_of
-from agentik_jupyter.kernel.time_budget import ReadTimeout, call_with_budget
+from agentik_jupyter.tools import context as context_tools
+from agentik_jupyter.tools.context import make_context_tools, summarize_variables, variables_of
+from agentik_jupyter.tools.time_budget import ReadTimeout, call_with_budget
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from .kernel_support import RawKernel, kernel_env, wait_for

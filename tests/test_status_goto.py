@@ -14,9 +14,9 @@ import re
 
 from ipywidgets.widgets.widget import _instances as alive  # (Widget.widgets, without its deprecation warning)
 
-from agentik_jupyter.orchestrator import AWAITING_APPROVAL
-from agentik_jupyter.store import AgentStore, ChatStore
-from agentik_jupyter.tool_status import label
+from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.tools.status import label
 from agentik_jupyter.widgets.status import ErrorBanner, StatusLine
 
 GOTO = re.compile(r'<button type="button" class="agentik-goto[^"]*" data-agentik-goto="(\w+)"[^>]*>([^<]+)</button>')

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from agentik_jupyter.store import AgentStore
+from agentik_jupyter.core.store import AgentStore
 from agentik_jupyter.widgets import status as status_module
 from agentik_jupyter.widgets.status import StatusLine
 

@@ -14,9 +14,9 @@ from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.orchestrator import Orchestrator, StopFlag
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.core.orchestrator import Orchestrator, StopFlag
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.types import AgentContext, ChatMessage
 
 

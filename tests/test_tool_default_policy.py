@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentik_jupyter.registry import ToolRegistry, tool
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ToolDefinition
 

@@ -9,11 +9,11 @@ tests/test_browser_look.py.
 
 from __future__ import annotations
 
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
-from agentik_jupyter.tool_status import label, split, waiting_on
+from agentik_jupyter.tools.status import label, split, waiting_on
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.status import StatusLine
 
@@ -52,7 +52,7 @@ async def test_the_status_line_says_where_a_waiting_tool_needs_the_user() -> Non
 
 def test_a_queued_turn_says_what_the_turn_ahead_waits_for() -> None:
     """Run All held at "Queued (1 ahead)" by an approval far up the page: the line says so."""
-    from agentik_jupyter.orchestrator import AWAITING_APPROVAL
+    from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL
 
     agent = AgentStore()
     line = StatusLine(agent, clock=lambda: 5.0)

@@ -19,11 +19,11 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.kernel.context_tools import make_context_tools, register_context_tools
-from agentik_jupyter.kernel.execution import CodeExecutionError, run_in_shell
-from agentik_jupyter.orchestrator import Orchestrator
-from agentik_jupyter.registry import ToolRegistry, definition_from_function, run_tool, tool
-from agentik_jupyter.store import AgentStore, ChatStore
+from agentik_jupyter.tools.context import make_context_tools, register_context_tools
+from agentik_jupyter.tools.execution import CodeExecutionError, run_in_shell
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, run_tool, tool
+from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from agentik_jupyter.kernel.approval import describe_tools, format_tools
+from agentik_jupyter.tools.approval import describe_tools, format_tools
 from agentik_jupyter.kernel.tools_table import ToolsListing, tools_html
-from agentik_jupyter.registry import ToolRegistry
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolDefinition
 
 

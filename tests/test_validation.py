@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, strategies as st
 
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolParameter
-from agentik_jupyter.validation import check_call, type_matches, validate_arguments
+from agentik_jupyter.tools.validation import check_call, type_matches, validate_arguments
 
 ASSET = [ToolParameter(key="assetId", type="string", required=False)]
 
@@ -88,7 +88,7 @@ def test_booleans_are_not_numbers(value: bool) -> None:
 
 
 def test_union_parameters_accept_each_alternative() -> None:
-    from agentik_jupyter.registry import ToolRegistry, tool
+    from agentik_jupyter.tools.registry import ToolRegistry, tool
 
     reg = ToolRegistry()
 

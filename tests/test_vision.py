@@ -14,7 +14,7 @@ import pytest
 from agentik_jupyter.persistence import estimate_tokens
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
-from agentik_jupyter.vision import MAX_BYTES, MAX_SIDE_PX, fit_image
+from agentik_jupyter.tools.vision import MAX_BYTES, MAX_SIDE_PX, fit_image
 
 from .kernel_support import NotebookKernel, kernel_env
 

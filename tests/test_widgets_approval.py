@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from agentik_jupyter.kernel.approval import ApprovalGate, ApprovalRequest
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.approval import ApprovalGate, ApprovalRequest
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ToolCall, ToolDefinition
 from agentik_jupyter.widgets import ApprovalCard, TurnView

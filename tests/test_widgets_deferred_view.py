@@ -14,8 +14,8 @@ import asyncio
 from typing import Any
 
 from agentik_jupyter.providers.errors import AuthenticationError
-from agentik_jupyter.registry import ToolRegistry, definition_from_function, holds_loop
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, holds_loop
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import End
 from agentik_jupyter.widgets import TurnView

@@ -35,8 +35,8 @@ NO_TEXT_FONT = {*range(0x23F8, 0x23FB)}
 
 def test_every_status_line_is_drawn_with_text_glyphs() -> None:
     """Queued, sending, running, awaiting approval, responding, error, ended: no glyph that needs an emoji font."""
-    from agentik_jupyter.orchestrator import AWAITING_APPROVAL
-    from agentik_jupyter.store import AgentStore
+    from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL
+    from agentik_jupyter.core.store import AgentStore
     from agentik_jupyter.widgets.status import StatusLine
 
     store = AgentStore()

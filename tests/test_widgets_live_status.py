@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from agentik_jupyter.kernel import frontend
+from agentik_jupyter.notebook import page as frontend
 from agentik_jupyter.widgets.live_status import LiveStatus
 from agentik_jupyter.widgets.turn_view import TurnView
 

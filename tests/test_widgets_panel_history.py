@@ -17,8 +17,8 @@ import pandas as pd
 
 from agentik_jupyter.notebook.mentions import suggest_names
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.registry import ToolRegistry
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.widgets import ChatPanel
 

@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from agentik_jupyter.providers.errors import AuthenticationError
-from agentik_jupyter.registry import ToolRegistry, tool
-from agentik_jupyter.session import Session
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolOutput, ToolResult, Usage
 from agentik_jupyter.widgets import ChatPanel, SessionLike, TurnView, transcript_bundle

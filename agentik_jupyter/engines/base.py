@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Protocol, TypeVar
 
-from .limits import CANCEL_GRACE_S, POLL_S, SAMPLE_ROWS
+from agentik_jupyter.engines.limits import CANCEL_GRACE_S, POLL_S, SAMPLE_ROWS
 
 T = TypeVar("T")
 

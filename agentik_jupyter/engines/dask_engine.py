@@ -16,8 +16,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from .base import ColumnStats, Head, Job, StatsResult
-from .limits import KMV_SIZE, MAX_DASK_THREADS, MIN_SAMPLE_PARTITIONS, SAMPLE_PARTITION_SHARE
+from agentik_jupyter.engines.base import ColumnStats, Head, Job, StatsResult
+from agentik_jupyter.engines.limits import KMV_SIZE, MAX_DASK_THREADS, MIN_SAMPLE_PARTITIONS, SAMPLE_PARTITION_SHARE
 
 
 class _Cancelled(Exception):

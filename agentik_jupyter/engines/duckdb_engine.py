@@ -12,8 +12,8 @@ import re
 import sys
 from typing import Any, Callable, TypeVar
 
-from .base import Head, Job, StatsResult, first_rows_sample, stats_from_row
-from .limits import SAMPLE_ROWS
+from agentik_jupyter.engines.base import Head, Job, StatsResult, first_rows_sample, stats_from_row
+from agentik_jupyter.engines.limits import SAMPLE_ROWS
 
 _VIEW = "agentik_rel"
 T = TypeVar("T")

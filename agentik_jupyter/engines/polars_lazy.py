@@ -12,8 +12,8 @@ import sys
 import time
 from typing import Any
 
-from .base import ColumnStats, Head, Job, StatsResult, first_rows_sample
-from .limits import POLL_S, SAMPLE_ROWS
+from agentik_jupyter.engines.base import ColumnStats, Head, Job, StatsResult, first_rows_sample
+from agentik_jupyter.engines.limits import POLL_S, SAMPLE_ROWS
 
 
 def is_lazy_frame(value: Any) -> bool:

@@ -11,8 +11,8 @@ import decimal
 import math
 from typing import Any
 
-from .base import ColumnStats, Head, Summary
-from .limits import BUDGET_CHARS, COLUMNS_CHARS, HEAD_CELL_CHARS, HEAD_CHARS, NAMES_CHARS, STATS_CHARS
+from agentik_jupyter.engines.base import ColumnStats, Head, Summary
+from agentik_jupyter.engines.limits import BUDGET_CHARS, COLUMNS_CHARS, HEAD_CELL_CHARS, HEAD_CHARS, NAMES_CHARS, STATS_CHARS
 
 
 def cut(text: str, limit: int) -> str:

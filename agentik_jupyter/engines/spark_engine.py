@@ -13,8 +13,8 @@ import itertools
 import sys
 from typing import Any
 
-from .base import Head, Job, StatsResult, first_rows_sample, stats_from_row
-from .limits import SAMPLE_ROWS
+from agentik_jupyter.engines.base import Head, Job, StatsResult, first_rows_sample, stats_from_row
+from agentik_jupyter.engines.limits import SAMPLE_ROWS
 
 _groups = itertools.count(1)
 

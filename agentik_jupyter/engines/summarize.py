@@ -14,9 +14,9 @@ import difflib
 import time
 from typing import Callable, TypeVar
 
-from .base import Engine, Job, OverBudget, Summary, release_freed_memory, run_bounded
-from .limits import COUNT_SHARE, FULL_STATS_SHARE, HEAD_ROWS, HEAD_SHARE, MAX_COLUMNS, SAMPLE_SHARE
-from .render import render
+from agentik_jupyter.engines.base import Engine, Job, OverBudget, Summary, release_freed_memory, run_bounded
+from agentik_jupyter.engines.limits import COUNT_SHARE, FULL_STATS_SHARE, HEAD_ROWS, HEAD_SHARE, MAX_COLUMNS, SAMPLE_SHARE
+from agentik_jupyter.engines.render import render
 
 T = TypeVar("T")
 

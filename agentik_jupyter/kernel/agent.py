@@ -11,14 +11,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..ids import check_session_id
-from ..notebook.mentions import expand_mentions, suggest_names
-from ..persistence import AsyncSessionDB, ConversationInfo, DBLocation, locate_db
-from ..registry import ToolRegistry, default_registry
-from ..session import Session
-from ..transport import default_transport
-from ..types import AgentContext
-from . import interrupt, mainloop
+from agentik_jupyter.ids import check_session_id
+from agentik_jupyter.notebook.mentions import expand_mentions, suggest_names
+from agentik_jupyter.persistence import AsyncSessionDB, ConversationInfo, DBLocation, locate_db
+from agentik_jupyter.tools.registry import ToolRegistry, default_registry
+from agentik_jupyter.core.session import Session
+from agentik_jupyter.core.transport import default_transport
+from agentik_jupyter.types import AgentContext
+from agentik_jupyter.kernel import interrupt
+from agentik_jupyter.core import mainloop
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +28,10 @@ class KernelAgent:
     """One per IPython shell: `get_agent(shell)` creates or returns it."""
 
     def __init__(self, shell: Any) -> None:
-        from .approval import ApprovalGate
-        from ..notebook.instructions import finder_for
-        from ..notebook.tools import register_notebook_tools
-        from .context_tools import register_context_tools
+        from agentik_jupyter.tools.approval import ApprovalGate
+        from agentik_jupyter.notebook.instructions import finder_for
+        from agentik_jupyter.notebook.tools import register_notebook_tools
+        from agentik_jupyter.tools.context import register_context_tools
 
         self.shell = shell
         self.registry: ToolRegistry = default_registry
@@ -150,7 +151,7 @@ class KernelAgent:
 
     def context(self, cell_id: str | None = None) -> AgentContext:
         """What the model is told about the notebook for this turn."""
-        from .context_tools import variables_of
+        from agentik_jupyter.tools.context import variables_of
 
         path = self.location.notebook_path
         return AgentContext(
@@ -163,7 +164,7 @@ class KernelAgent:
 
     async def ensure_mcp(self) -> None:
         """Start the trusted MCP servers on the first turn, or show the trust card (kernel/mcp_commands.py)."""
-        from .mcp_commands import ensure_mcp
+        from agentik_jupyter.kernel.commands.mcp import ensure_mcp
 
         await ensure_mcp(self)
 

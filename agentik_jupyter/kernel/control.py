@@ -25,8 +25,8 @@ import logging
 import re
 from typing import Any, Awaitable, Callable
 
-from ..ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
-from . import mainloop
+from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
+from agentik_jupyter.core import mainloop
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,8 @@ Action = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    from ..persistence import ConversationNotFoundError
-    from .agent import get_agent
+    from agentik_jupyter.persistence import ConversationNotFoundError
+    from agentik_jupyter.kernel.agent import get_agent
 
     wanted = data.get("id")
     if not is_session_id(wanted):
@@ -55,15 +55,15 @@ async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    from .agent import peek_agent
+    from agentik_jupyter.kernel.agent import peek_agent
 
     agent = peek_agent(shell)
     return {"ok": True, "id": agent.active_session_id() if agent is not None else None}
 
 
 async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    from ..notebook.fix import fix_command
-    from .agent import get_agent
+    from agentik_jupyter.notebook.fix import fix_command
+    from agentik_jupyter.kernel.agent import get_agent
 
     cell_id = data.get("cell_id")
     if not isinstance(cell_id, str) or CELL_ID.fullmatch(cell_id) is None:
@@ -87,7 +87,7 @@ async def answer(shell: Any, data: Any) -> dict[str, Any]:
     try:
         return await action(shell, data)
     except Exception as exc:
-        from ..security.scrub import scrub
+        from agentik_jupyter.security.scrub import scrub
 
         return {"ok": False, "error": scrub(str(exc) or type(exc).__name__)}
 

@@ -11,16 +11,16 @@ import atexit
 import re
 from typing import Any
 
-from ..notebook import fix as failures
-from . import control
-from .magics import CELL_HELPER, LINE_HELPER, AgentMagics, run_cell_turn
+from agentik_jupyter.notebook import fix as failures
+from agentik_jupyter.kernel import control
+from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics, run_cell_turn
 
 _CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
 _LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")
 
 
 def _wants_wait(line: str) -> bool:
-    from .turn_options import OptionsError, parse_options
+    from agentik_jupyter.kernel.turn_options import OptionsError, parse_options
 
     try:
         return parse_options(line).wait
@@ -58,7 +58,7 @@ def transform(lines: list[str]) -> list[str]:
 def load(ipython: Any) -> None:
     if transform in ipython.input_transformers_cleanup:
         return
-    from ..security.scrub import install_log_filter
+    from agentik_jupyter.security.scrub import install_log_filter
 
     install_log_filter()
     ipython.register_magics(AgentMagics)
@@ -67,7 +67,7 @@ def load(ipython: Any) -> None:
         await run_cell_turn(ipython, line, body)
 
     async def line_helper(rest: str) -> None:
-        from .commands import run_command
+        from agentik_jupyter.kernel.commands import run_command
 
         await run_command(ipython, rest)
 
@@ -81,7 +81,7 @@ def load(ipython: Any) -> None:
 
 
 def _shutdown(ipython: Any) -> None:
-    from .agent import forget_agent
+    from agentik_jupyter.kernel.agent import forget_agent
 
     forget_agent(ipython)
 

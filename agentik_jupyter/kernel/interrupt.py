@@ -3,7 +3,7 @@
 An idle ipykernel ignores SIGINT, so a background turn would run on after the
 user pressed ■. While no cell runs, this handler takes SIGINT instead: if the
 signal lands in a tool's own code (a plain tool, or user code in `run_code`;
-see agentik_jupyter/interruptible.py, whose handler the orchestrator puts on top
+see agentik_jupyter/tools/interruptible.py, whose handler the orchestrator puts on top
 of this one while a tool runs), it raises KeyboardInterrupt there, which the
 orchestrator turns into an interrupted turn; otherwise (the turn waits for the
 model or for a worker thread, or the signal hit the loop's or our own machinery)
@@ -20,7 +20,7 @@ import threading
 from types import FrameType
 from typing import Any, Callable
 
-from ..interruptible import lands_in_tool_code
+from agentik_jupyter.tools.interruptible import lands_in_tool_code
 
 
 def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None], mark: Callable[[], None],

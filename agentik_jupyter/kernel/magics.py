@@ -19,7 +19,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from .turn_options import OptionsError, TurnOptions, parse_options
+from agentik_jupyter.kernel.turn_options import OptionsError, TurnOptions, parse_options
 
 CELL_HELPER = "__agentik_cell__"
 LINE_HELPER = "__agentik_line__"
@@ -27,18 +27,18 @@ LINE_HELPER = "__agentik_line__"
 
 def _display(obj: Any) -> Any:
     """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
-    from ..widgets.publish import display_now
+    from agentik_jupyter.widgets.publish import display_now
 
     return display_now(obj, display_id=True)
 
 
 def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
     """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
-    from ..security.scrub import scrub
-    from ..widgets import TurnView
-    from ..widgets.publish import update_now
-    from .agent import get_agent
-    from .cells import CellAnchor, anchored, asking_cell_id
+    from agentik_jupyter.security.scrub import scrub
+    from agentik_jupyter.widgets import TurnView
+    from agentik_jupyter.widgets.publish import update_now
+    from agentik_jupyter.kernel.agent import get_agent
+    from agentik_jupyter.notebook.cells import CellAnchor, anchored, asking_cell_id
 
     text = scrub(text.rstrip())  # the view shows what the session sends
     agent = get_agent(shell)
@@ -101,8 +101,8 @@ class AgentMagics(Magics):
     @line_magic("agent")
     def agent_line(self, line: str) -> None:
         """`%agent status|sessions|resume [ID]|new|rename TITLE|delete ID|tools|config|panel|stop`."""
-        from .commands import run_command
-        from .mainloop import run_on_main
+        from agentik_jupyter.kernel.commands import run_command
+        from agentik_jupyter.core.mainloop import run_on_main
 
         task = run_on_main(run_command(self.shell, line))
         task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .approval import ApprovalGate, ToolInfo, describe_tools, format_tools
-from ..registry import ToolRegistry
+from agentik_jupyter.tools.approval import ApprovalGate, ToolInfo, describe_tools, format_tools
+from agentik_jupyter.tools.registry import ToolRegistry
 
 TABLE_STYLE = "border-collapse:collapse;table-layout:auto;margin:0;text-align:left"
 CELL_STYLE = ("text-align:left;vertical-align:top;padding:1px 12px 1px 0;white-space:normal;"

@@ -7,8 +7,8 @@ A configured server without the SDK fails with the install hint instead.
 
 from __future__ import annotations
 
-from .client import MCPManager, ServerStatus
-from .config import (
+from agentik_jupyter.mcp.client import MCPManager, ServerStatus
+from agentik_jupyter.mcp.config import (
     CONFIG_ENV,
     HttpServerConfig,
     MCPConfig,
@@ -20,8 +20,8 @@ from .config import (
     load_config,
     parse_config,
 )
-from .connection import MCPNotInstalledError, MCPServerError, MCPToolError, ServerState
-from .schema import output_from_content, parameters_from_schema, tool_name
+from agentik_jupyter.mcp.connection import MCPNotInstalledError, MCPServerError, MCPToolError, ServerState
+from agentik_jupyter.mcp.schema import output_from_content, parameters_from_schema, tool_name
 
 __all__ = [
     "CONFIG_ENV",

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..registry import ToolRegistry
-from ..security.trust import TrustStore
-from ..types import ApprovalPolicy
-from .config import (
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.security.trust import TrustStore
+from agentik_jupyter.types import ApprovalPolicy
+from agentik_jupyter.mcp.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
     HttpServerConfig,
@@ -37,16 +37,16 @@ from .config import (
     find_config_path,
     parse_config,
 )
-from .connection import (
+from agentik_jupyter.mcp.connection import (
     INSTALL_HINT,
     MCPServerError,
     MCPToolError,
     ServerConnection,
     ServerState,
 )
-from .processes import kill_groups
-from .project import ProjectFile, read_project_file
-from .tools import ToolPublisher
+from agentik_jupyter.mcp.processes import kill_groups
+from agentik_jupyter.mcp.project import ProjectFile, read_project_file
+from agentik_jupyter.mcp.tools import ToolPublisher
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from ..types import ApprovalPolicy
+from agentik_jupyter.types import ApprovalPolicy
 
 CONFIG_ENV = "AGENTIK_MCP_CONFIG"
 CONFIG_NAME = "mcp.json"

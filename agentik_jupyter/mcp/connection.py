@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..types import ApprovalPolicy
-from .config import (
+from agentik_jupyter.types import ApprovalPolicy
+from agentik_jupyter.mcp.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
     HttpServerConfig,
     ServerConfig,
     StdioServerConfig,
 )
-from .http_client import MCPRedirectError
+from agentik_jupyter.mcp.http_client import MCPRedirectError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -236,7 +236,7 @@ class ServerConnection:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.types import Implementation
 
-        from .. import __version__
+        from agentik_jupyter import __version__
 
         config = self.config
         transport: Any = self.target
@@ -246,7 +246,7 @@ class ServerConnection:
             )
             transport = stdio_client(params, errlog=stack.enter_context(self._open_errlog()))
         elif isinstance(config, HttpServerConfig):
-            from .http_client import make_http_client
+            from agentik_jupyter.mcp.http_client import make_http_client
 
             http = make_http_client(config)
             await stack.enter_async_context(http)
@@ -258,7 +258,7 @@ class ServerConnection:
         """Remember the stdio server's process group, for the kill at kernel exit."""
         self.pgid = None
         if isinstance(self.config, StdioServerConfig) and self.log_path is not None:
-            from .processes import server_group
+            from agentik_jupyter.mcp.processes import server_group
 
             self.pgid = server_group(self.log_path)
 

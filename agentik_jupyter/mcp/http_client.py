@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import httpx2
 
-    from .config import HttpServerConfig
+    from agentik_jupyter.mcp.config import HttpServerConfig
 
 CONNECT_TIMEOUT = 30.0
 READ_TIMEOUT = 300.0

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..security.scrub import scrub
-from ..security.trust import TrustStore, digest, is_user_file, launch_env_warning
-from .config import MCPConfigError
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.security.trust import TrustStore, digest, is_user_file, launch_env_warning
+from agentik_jupyter.mcp.config import MCPConfigError
 
 _VAR_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, get_args
 
-from ..types import ParameterType, ToolOutput, ToolParameter
+from agentik_jupyter.types import ParameterType, ToolOutput, ToolParameter
 
 MAX_NAME = 64
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..registry import ToolRegistry
-from ..types import ApprovalPolicy, ToolDefinition
-from .connection import MCPToolError, ServerConnection
-from .schema import error_text, output_from_content, parameters_from_schema, tool_name
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import ApprovalPolicy, ToolDefinition
+from agentik_jupyter.mcp.connection import MCPToolError, ServerConnection
+from agentik_jupyter.mcp.schema import error_text, output_from_content, parameters_from_schema, tool_name
 
 
 class ToolPublisher:

@@ -16,11 +16,11 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from ..security import invisible
-from ..tool_status import waiting_on
-from ..types import ToolOutput
-from .document import NotebookDoc, summarize_output
-from .frontend import NoFrontend, frontend
+from agentik_jupyter.security import invisible
+from agentik_jupyter.tools.status import waiting_on
+from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.notebook.document import NotebookDoc, summarize_output
+from agentik_jupyter.notebook.requests import NoFrontend, frontend
 
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
@@ -79,7 +79,7 @@ def _display(diff: str) -> dict[str, str]:
 
 def in_request() -> bool:
     """Whether the asking cell still executes (`--wait`): a cell run it asks for waits for it."""
-    from ..kernel.cells import ANCHOR
+    from agentik_jupyter.notebook.cells import ANCHOR
 
     anchor = ANCHOR.get()
     return anchor is not None and anchor.in_request

@@ -26,10 +26,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..kernel.cells import PROPOSAL_LINE
-from ..persistence import AuditEntry
-from ..types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
-from .edits import ACCEPTED
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
+from agentik_jupyter.persistence import AuditEntry
+from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
+from agentik_jupyter.notebook.edits import ACCEPTED
 
 EXPORTED_TOOL = "run_code"
 INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (kernel/cells.py)

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from .attachments import hold
+from agentik_jupyter.notebook.attachments import hold
 
 TRACEBACK_CHARS = 3_000
 QUESTION_ERROR_CHARS = 200
@@ -42,7 +42,7 @@ class Failure:
 
 
 def _cell_id(shell: Any) -> str | None:
-    from ..kernel.cells import asking_cell_id
+    from agentik_jupyter.notebook.cells import asking_cell_id
 
     return asking_cell_id(shell)
 
@@ -112,7 +112,7 @@ def failure_from_cell(cell: Any) -> Failure | None:
 
 def named_variables(source: str, user_ns: dict[str, Any]) -> list[str]:
     """One line per user variable the cell's code names (type and shape, from metadata only)."""
-    from ..kernel.namespace import shape_of, type_name
+    from agentik_jupyter.tools.namespace import shape_of, type_name
 
     try:
         tree = ast.parse(source)
@@ -167,7 +167,7 @@ async def fix_command(agent: Any, args: list[str]) -> None:
     shell = agent.shell
     failure = install(shell).last
     if args and (failure is None or failure.cell_id != args[0]):
-        from .tools import load_notebook
+        from agentik_jupyter.notebook.tools import load_notebook
 
         doc = await load_notebook(lambda: agent.location.notebook_path)
         found = doc.find(args[0])
@@ -179,10 +179,10 @@ async def fix_command(agent: Any, args: list[str]) -> None:
         print("agentik: no cell has failed since the extension was loaded: "
               "run the failing cell again, or name it with %agent fix CELL_ID.")
         return
-    from ..kernel.magics import run_cell_turn, start_cell_turn
-    from ..kernel.turn_options import parse_options
+    from agentik_jupyter.kernel.magics import run_cell_turn, start_cell_turn
+    from agentik_jupyter.kernel.turn_options import parse_options
 
-    from ..security.scrub import scrub
+    from agentik_jupyter.security.scrub import scrub
 
     question = scrub(fix_question(failure))  # the key the session's expander finds the details by
     hold(shell, question, f"{HEADER}\n\n{fix_prompt(failure, shell.user_ns)}")

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..types import ImagePart, ToolOutput
-from ..vision import MAX_IMAGES_PER_RESULT, RASTER_TYPES, fit_image, vision_enabled
-from .document import Cell, _joined
+from agentik_jupyter.types import ImagePart, ToolOutput
+from agentik_jupyter.tools.vision import MAX_IMAGES_PER_RESULT, RASTER_TYPES, fit_image, vision_enabled
+from agentik_jupyter.notebook.document import Cell, _joined
 
 NOTE_CHARS = 200
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..security.trust import TrustStore, digest
+from agentik_jupyter.security.trust import TrustStore, digest
 
 FILENAME = "AGENTS.md"
 INSTRUCTIONS_CHARS = 4_000
@@ -105,7 +105,7 @@ class InstructionsFinder:
 
 
 def finder_for(notebook: Path | None) -> InstructionsFinder:
-    from ..kernel.server_info import find_server
+    from agentik_jupyter.core.server_info import find_server
 
     server = find_server()
     root = Path(server.root_dir) if server is not None and server.root_dir else None

@@ -13,9 +13,9 @@ import inspect
 import re
 from typing import Any, Awaitable, Callable
 
-from ..registry import ToolRegistry
-from ..types import ToolOutput
-from .attachments import take
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.notebook.attachments import take
 
 MAX_MENTIONS = 5
 MENTION_BUDGET_CHARS = 6_000
@@ -84,7 +84,7 @@ def suggest_names(shell: Any, prefix: str, limit: int = 8) -> list[tuple[str, st
     """The user variables whose names start with `prefix` (case-insensitive), with their type
     names: what the panel offers as the user types `@`. Read from the names and `type()` only,
     so no object of the user's runs any code for it."""
-    from ..kernel.namespace import type_name, user_variables
+    from agentik_jupyter.tools.namespace import type_name, user_variables
 
     wanted = prefix.lower()
     found = [

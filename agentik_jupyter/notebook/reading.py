@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .document import Cell, NotebookDoc
+from agentik_jupyter.notebook.document import Cell, NotebookDoc
 
 OVERVIEW_BUDGET_CHARS = 12_000
 FULL_BUDGET_CHARS = 20_000

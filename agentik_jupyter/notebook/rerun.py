@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .document import Cell, summarize_output
+from agentik_jupyter.notebook.document import Cell, summarize_output
 
 MAX_RERUN = 10
 _AGENT = ("%agent", "%%agent")

@@ -13,14 +13,14 @@ import asyncio
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from ..registry import ToolRegistry, definition_from_function
-from ..types import ToolCall, ToolDefinition, ToolOutput, new_id
-from .document import NotebookDoc, NotebookReadError, cells_from_json, load_saved
-from .edits import ReadLedger, in_request, propose_change
-from .frontend import NoFrontend, frontend
-from .images import output_images, with_images
-from .reading import cell_range, one_cell, overview
-from .rerun import dependents, rerun_report
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
+from agentik_jupyter.notebook.document import NotebookDoc, NotebookReadError, cells_from_json, load_saved
+from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
+from agentik_jupyter.notebook.requests import NoFrontend, frontend
+from agentik_jupyter.notebook.images import output_images, with_images
+from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
+from agentik_jupyter.notebook.rerun import dependents, rerun_report
 
 NotebookPath = Callable[[], "Path | None"]
 Approve = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
@@ -45,7 +45,7 @@ async def load_notebook(notebook_path: NotebookPath) -> NotebookDoc:
 
 
 def _decision_timeout() -> float | None:
-    from ..kernel.approval import approval_timeout
+    from agentik_jupyter.tools.approval import approval_timeout
 
     return approval_timeout()
 

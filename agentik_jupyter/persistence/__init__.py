@@ -4,9 +4,9 @@
 event loop) read and write it, ``context_budget`` says how much working memory to send.
 """
 
-from .async_session import AsyncSessionDB
-from .budget import CONTEXT_TOKENS_ENV, TokenEstimator, context_budget, context_window, estimate_tokens
-from .errors import (
+from agentik_jupyter.persistence.async_session import AsyncSessionDB
+from agentik_jupyter.persistence.budget import CONTEXT_TOKENS_ENV, TokenEstimator, context_budget, context_window, estimate_tokens
+from agentik_jupyter.persistence.errors import (
     ConversationNotFoundError,
     DatabaseBusyError,
     NotASessionDBError,
@@ -17,12 +17,12 @@ from .errors import (
     TurnStateError,
     WorkingMemoryError,
 )
-from .models import AuditEntry, AuditPage, AuditRef, ConversationInfo
-from .pairing import check_turn, complete_pairs
-from .paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db
-from .reader import MAX_PAGE_SIZE, PAGE_SIZE, SessionReader
-from .schema import CURRENT_VERSION
-from .sqlite_session import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, SessionDB, default_title
+from agentik_jupyter.persistence.models import AuditEntry, AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
+from agentik_jupyter.persistence.paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db
+from agentik_jupyter.persistence.reader import MAX_PAGE_SIZE, PAGE_SIZE, SessionReader
+from agentik_jupyter.persistence.schema import CURRENT_VERSION
+from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, SessionDB, default_title
 
 __all__ = [
     "AsyncSessionDB",

@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..types import ChatMessage, PersistedMessage, UserMessage
-from .models import AuditPage, AuditRef, ConversationInfo
-from .sqlite_session import INTERRUPTED_MESSAGE, SessionDB
+from agentik_jupyter.types import ChatMessage, PersistedMessage, UserMessage
+from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_MESSAGE, SessionDB
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

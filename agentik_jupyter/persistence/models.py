@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ..types import PersistedMessage
+from agentik_jupyter.types import PersistedMessage
 
 
 class _Frozen(BaseModel):

@@ -11,8 +11,8 @@ import sqlite3
 
 from pydantic import TypeAdapter
 
-from ..types import PersistedMessage
-from .models import AuditEntry, AuditPage
+from agentik_jupyter.types import PersistedMessage
+from agentik_jupyter.persistence.models import AuditEntry, AuditPage
 
 _RECORD = TypeAdapter(PersistedMessage)
 _SELECT = "SELECT seq, turn_id, created_at, payload_json FROM message WHERE conversation_id = ?"

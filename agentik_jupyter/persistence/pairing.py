@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..types import ChatMessage, ToolCall
-from .errors import WorkingMemoryError
+from agentik_jupyter.types import ChatMessage, ToolCall
+from agentik_jupyter.persistence.errors import WorkingMemoryError
 
 
 def check_turn(messages: Sequence[ChatMessage]) -> None:

@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
-from ..ids import is_session_id, valid_id_sql
-from ..types import PersistedMessage
-from .errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
-from .models import AuditEntry, AuditPage, ConversationInfo
-from .pages import read_page
-from .readonly import exists_with_data, read_only
-from .schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED, LISTED_AND_HIDDEN
+from agentik_jupyter.ids import is_session_id, valid_id_sql
+from agentik_jupyter.types import PersistedMessage
+from agentik_jupyter.persistence.errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
+from agentik_jupyter.persistence.models import AuditEntry, AuditPage, ConversationInfo
+from agentik_jupyter.persistence.pages import read_page
+from agentik_jupyter.persistence.readonly import exists_with_data, read_only
+from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED, LISTED_AND_HIDDEN
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from .connection import DEFAULT_BUSY_TIMEOUT_S, read_snapshot, with_retry
-from .errors import NotASessionDBError, open_error
-from .paths import refuse_symlinks
+from agentik_jupyter.persistence.connection import DEFAULT_BUSY_TIMEOUT_S, read_snapshot, with_retry
+from agentik_jupyter.persistence.errors import NotASessionDBError, open_error
+from agentik_jupyter.persistence.paths import refuse_symlinks
 
 T = TypeVar("T")
 

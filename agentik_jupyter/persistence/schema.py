@@ -23,9 +23,9 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ids import valid_id_sql
-from .errors import NotASessionDBError, SchemaVersionError
-from .readonly import exists_with_data, read_only
+from agentik_jupyter.ids import valid_id_sql
+from agentik_jupyter.persistence.errors import NotASessionDBError, SchemaVersionError
+from agentik_jupyter.persistence.readonly import exists_with_data, read_only
 
 
 @dataclass(frozen=True)

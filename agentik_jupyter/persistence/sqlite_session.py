@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ..ids import is_session_id, valid_id_sql
-from ..security.scrub import scrub
-from ..types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
-from .budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
-from .connection import (
+from agentik_jupyter.ids import is_session_id, valid_id_sql
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
+from agentik_jupyter.persistence.budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
+from agentik_jupyter.persistence.connection import (
     DEFAULT_BUSY_TIMEOUT_S,
     DEFAULT_RETRY_DEADLINE_S,
     connect,
@@ -32,18 +32,18 @@ from .connection import (
     with_retry,
     write_transaction,
 )
-from .errors import (
+from agentik_jupyter.persistence.errors import (
     ConversationNotFoundError,
     SessionDBError,
     TemporaryConversationError,
     TurnNotFoundError,
     TurnStateError,
 )
-from .models import AuditPage, AuditRef, ConversationInfo
-from .pages import read_page
-from .pairing import check_turn, complete_pairs
-from .schema import CONVERSATION_SELECT, LISTED, check_version, migrate
-from .working import insert_working, is_committed
+from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.pages import read_page
+from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
+from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
+from agentik_jupyter.persistence.working import insert_working, is_committed
 
 T = TypeVar("T")
 

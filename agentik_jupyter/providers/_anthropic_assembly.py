@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..types import Usage
-from ._convert import parse_arguments
-from ._http import error_from_event
-from .base import (
+from agentik_jupyter.types import Usage
+from agentik_jupyter.providers._convert import parse_arguments
+from agentik_jupyter.providers._http import error_from_event
+from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
     ProviderToolCall,

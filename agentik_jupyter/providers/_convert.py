@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from . import _constants as C
-from ..types import ToolParameter, ToolResult, ToolSchema
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.types import ToolParameter, ToolResult, ToolSchema
 
 
 def parameter_schema(param: ToolParameter) -> dict[str, Any]:

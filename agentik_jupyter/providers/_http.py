@@ -20,9 +20,9 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx2
 
-from ..security.urls import redact_url
-from . import _constants as C
-from .errors import (
+from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.providers.errors import (
     AuthenticationError,
     BadRequestError,
     MalformedResponseError,

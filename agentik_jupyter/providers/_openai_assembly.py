@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..types import Usage
-from ._convert import parse_arguments
-from ._http import error_from_event
-from .base import (
+from agentik_jupyter.types import Usage
+from agentik_jupyter.providers._convert import parse_arguments
+from agentik_jupyter.providers._http import error_from_event
+from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
     ProviderToolCall,

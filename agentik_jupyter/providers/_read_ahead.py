@@ -21,9 +21,9 @@ from typing import Any, AsyncIterator, Protocol, Union
 
 import httpx2
 
-from . import _constants as C
-from ._http import error_from_transport
-from .base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.providers._http import error_from_transport
+from agentik_jupyter.providers.base import ProviderDelta, ReasoningDelta, TextDelta, ToolCallArgsDelta
 
 HANDOVER_HZ = 20.0
 """The most hand-overs a second while a stream flows (see the module's docstring)."""

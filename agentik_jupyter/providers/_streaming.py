@@ -13,10 +13,10 @@ from typing import Any, Callable, Iterator
 
 import httpx2
 
-from . import _constants as C
-from ._http import error_from_transport
-from ._sse import SSEDecoder
-from .errors import MalformedResponseError, StreamError
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.providers._http import error_from_transport
+from agentik_jupyter.providers._sse import SSEDecoder
+from agentik_jupyter.providers.errors import MalformedResponseError, StreamError
 
 
 class AnswerLimit:

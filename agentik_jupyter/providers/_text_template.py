@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any, Callable
 
-from . import _constants as C
+from agentik_jupyter.providers import _constants as C
 
 _LITERAL_BODY = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """The body of a JSON string literal in bytes: no quote or control byte, a backslash only before

@@ -11,16 +11,16 @@ from typing import Any, AsyncIterator
 import httpx2
 from pydantic import SecretStr
 
-from ..security.urls import redact_url
-from ..types import ChatMessage, ToolSchema
-from . import _constants as C
-from ._anthropic_assembly import MessageAccumulator, message_as_events
-from ._convert import input_schema, tool_result_text
-from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
-from ._read_ahead import feed_each, read_ahead
-from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
-from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
-from .openai_compatible import endpoint_url
+from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.types import ChatMessage, ToolSchema
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator, message_as_events
+from agentik_jupyter.providers._convert import input_schema, tool_result_text
+from agentik_jupyter.providers._http import ClientHolder, RetryPolicy, Timeouts, open_response
+from agentik_jupyter.providers._read_ahead import feed_each, read_ahead
+from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
+from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from agentik_jupyter.providers.openai_compatible import endpoint_url
 
 
 def tool_to_wire(tool: ToolSchema) -> dict[str, Any]:

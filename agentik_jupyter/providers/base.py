@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator, Literal, Protocol, Union, runtime_checkab
 
 from pydantic import BaseModel, Field
 
-from ..types import ChatMessage, ToolSchema, Usage
+from agentik_jupyter.types import ChatMessage, ToolSchema, Usage
 
 
 class ChatParams(BaseModel):
@@ -94,7 +94,7 @@ async def collect(deltas: AsyncIterator[ProviderDelta]) -> ProviderChatResponse:
         if isinstance(delta, StreamDone):
             final = delta.response
     if final is None:
-        from .errors import MalformedResponseError
+        from agentik_jupyter.providers.errors import MalformedResponseError
 
         raise MalformedResponseError("The provider stream ended without a final response.")
     return final

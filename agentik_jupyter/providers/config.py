@@ -13,13 +13,13 @@ from typing import Literal, Mapping
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from ..security.urls import redact_url
-from . import _constants as C
-from ._http import RetryPolicy, Timeouts
-from .anthropic import AnthropicAdapter
-from .base import ProviderAdapter
-from .errors import ConfigurationError
-from .openai_compatible import OpenAICompatibleAdapter
+from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.providers._http import RetryPolicy, Timeouts
+from agentik_jupyter.providers.anthropic import AnthropicAdapter
+from agentik_jupyter.providers.base import ProviderAdapter
+from agentik_jupyter.providers.errors import ConfigurationError
+from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 
 ProviderName = Literal["openai-compatible", "anthropic"]
 

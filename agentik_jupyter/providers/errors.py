@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..security.scrub import scrub  # also re-exported: callers that import it from here use the one scrubber
-from ..security.urls import redact_urls
+from agentik_jupyter.security.scrub import scrub  # also re-exported: callers that import it from here use the one scrubber
+from agentik_jupyter.security.urls import redact_urls
 
 
 class AgentikError(Exception):

@@ -12,16 +12,16 @@ from typing import Any, AsyncIterator
 import httpx2
 from pydantic import SecretStr
 
-from ..security.urls import redact_url
-from ..types import ChatMessage, ImagePart, ToolSchema
-from . import _constants as C
-from ._convert import input_schema, tool_result_text
-from ._http import ClientHolder, RetryPolicy, Timeouts, open_response
-from ._openai_assembly import ChatCompletionAccumulator, completion_as_chunk, only_text
-from ._read_ahead import Assembled, feed_each, read_ahead
-from ._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
-from ._text_template import TextTemplate
-from .base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.types import ChatMessage, ImagePart, ToolSchema
+from agentik_jupyter.providers import _constants as C
+from agentik_jupyter.providers._convert import input_schema, tool_result_text
+from agentik_jupyter.providers._http import ClientHolder, RetryPolicy, Timeouts, open_response
+from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator, completion_as_chunk, only_text
+from agentik_jupyter.providers._read_ahead import Assembled, feed_each, read_ahead
+from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
+from agentik_jupyter.providers._text_template import TextTemplate
+from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 
 
 def endpoint_url(base_url: str, path: str) -> str:

@@ -23,8 +23,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .pieces import PIECE_CHARS, PieceIndex, aligned_grams, grams_of, piece_sources
-from .urls import url_secrets
+from agentik_jupyter.security.pieces import PIECE_CHARS, PieceIndex, aligned_grams, grams_of, piece_sources
+from agentik_jupyter.security.urls import url_secrets
 
 KEY_VARIABLE = "LLM_API_KEY"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|DSN|CREDENTIAL|WEBHOOK", re.I)

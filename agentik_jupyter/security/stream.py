@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .scrub import current_secrets, masks_for
+from agentik_jupyter.security.scrub import current_secrets, masks_for
 
 
 class StreamScrubber:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from .pieces import PIECE_CHARS
+from agentik_jupyter.security.pieces import PIECE_CHARS
 
 REDACTED = "***"
 URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")

@@ -10,7 +10,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    from .handlers import setup_handlers
+    from agentik_jupyter.server.handlers import setup_handlers
 
     setup_handlers(serverapp.web_app, serverapp)
     serverapp.log.info("agentik_jupyter: /agentik/api/chat, /agentik/api/sessions and /agentik/api/events ready")

@@ -18,8 +18,8 @@ from types import TracebackType
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 
-from ..security.scrub import scrubbed_logger
-from .sse import EVENT_STREAM
+from agentik_jupyter.security.scrub import scrubbed_logger
+from agentik_jupyter.server.sse import EVENT_STREAM
 
 AUTH_RESOURCE = "agentik"
 

@@ -11,10 +11,10 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado.iostream import StreamClosedError
 
-from ..chat import ChatRouteError, error_body, handle, load_body
-from .base import AgentikHandler
-from .limits import max_body_bytes, too_large_body
-from .sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
+from agentik_jupyter.core.chat_route import ChatRouteError, error_body, handle, load_body
+from agentik_jupyter.server.base import AgentikHandler
+from agentik_jupyter.server.limits import max_body_bytes, too_large_body
+from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
 
 
 @tornado.web.stream_request_body
@@ -94,7 +94,7 @@ class ChatHandler(AgentikHandler):
             return
         tools = request.tools
         if tools is None:
-            from ..registry import default_registry
+            from agentik_jupyter.tools.registry import default_registry
 
             tools = default_registry.to_tool_schemas()
         self.start_event_stream()
@@ -128,7 +128,7 @@ class ChatHandler(AgentikHandler):
 
 
 def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
-    from .sessions import EventsHandler, SessionHandler, SessionsHandler
+    from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
 
     base = web_app.settings["base_url"]
     web_app.add_handlers(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import tornado.web
 
-from ..persistence import db_path_for
+from agentik_jupyter.persistence import db_path_for
 
 
 def notebook_os_path(root_dir: str, api_path: str) -> Path:

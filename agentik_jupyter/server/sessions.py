@@ -24,8 +24,8 @@ import tornado.web
 from jupyter_server.auth.decorator import authorized
 from tornado.iostream import StreamClosedError
 
-from ..ids import InvalidSessionIdError, check_session_id
-from ..persistence import (
+from agentik_jupyter.ids import InvalidSessionIdError, check_session_id
+from agentik_jupyter.persistence import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
     ConversationNotFoundError,
@@ -36,9 +36,9 @@ from ..persistence import (
     SessionDBError,
     SessionReader,
 )
-from .base import AgentikHandler
-from .paths import sessions_file
-from .sse import EVENT_STREAM, encode
+from agentik_jupyter.server.base import AgentikHandler
+from agentik_jupyter.server.paths import sessions_file
+from agentik_jupyter.server.sse import EVENT_STREAM, encode
 
 POLL_INTERVAL_S = 0.25
 HEARTBEAT_S = 15.0

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator, Iterator, Mapping
 
-from ..chat import AdapterCache, ChatRouteError, parse_request, stream_chat
-from ..providers.base import ReasoningDelta, StreamDone, TextDelta, UsageDelta
-from ..providers.errors import AgentikError, ConfigurationError, ProviderError, scrub
-from ..security.scrub import scrub_response
-from ..security.stream import StreamScrubber
-from ..types import ChatRequest, ToolSchema
+from agentik_jupyter.core.chat_route import AdapterCache, ChatRouteError, parse_request, stream_chat
+from agentik_jupyter.providers.base import ReasoningDelta, StreamDone, TextDelta, UsageDelta
+from agentik_jupyter.providers.errors import AgentikError, ConfigurationError, ProviderError, scrub
+from agentik_jupyter.security.scrub import scrub_response
+from agentik_jupyter.security.stream import StreamScrubber
+from agentik_jupyter.types import ChatRequest, ToolSchema
 
 EVENT_STREAM = "text/event-stream"
 TERMINAL_EVENTS = ("end", "error")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from .replies import Reply
+from agentik_jupyter.testing.replies import Reply
 
 IdFactory = Callable[[str], str]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from .demo_code import (
+from agentik_jupyter.testing.demo_code import (
     STOPWORDS,
     column_in,
     compute_code,
@@ -23,10 +23,10 @@ from .demo_code import (
     valid,
     with_comment,
 )
-from .demo_notebook import cell_source, edit_target, fix_details, outcome_sentence
-from .demo_reading import Asked, Step, read_request
-from .fake_server import FakeLLMServer
-from .replies import RecordedRequest, Reply
+from agentik_jupyter.testing.demo_notebook import cell_source, edit_target, fix_details, outcome_sentence
+from agentik_jupyter.testing.demo_reading import Asked, Step, read_request
+from agentik_jupyter.testing.fake_server import FakeLLMServer
+from agentik_jupyter.testing.replies import RecordedRequest, Reply
 
 DEMO_MODEL = "agentik-demo"
 _server: FakeLLMServer | None = None

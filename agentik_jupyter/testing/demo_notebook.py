@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .demo_reading import Step
+from agentik_jupyter.testing.demo_reading import Step
 
 _HEAD = re.compile(r"^\[(\d+)\] id=(\S+) (code|markdown|raw)(?:, In \[\d+\])?$")
 _FIX_CELL = re.compile(r"^Fix the error in cell (\S+?)(?: \(In \[\d+\]\))?: (.*)$", re.M)

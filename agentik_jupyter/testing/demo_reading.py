@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..notebook.attachments import shown_text
-from ..orchestrator import DENIED as DENIED_PREFIX
-from .replies import RecordedRequest
+from agentik_jupyter.notebook.attachments import shown_text
+from agentik_jupyter.core.orchestrator import DENIED as DENIED_PREFIX
+from agentik_jupyter.testing.replies import RecordedRequest
 
 _VARIABLE = re.compile(r"^- (\w+): ([\w.]+)(?: (.*))?$", re.M)
 DENIED = f"Error: {DENIED_PREFIX}"  # how a denied call reads in the tool result the model gets

@@ -28,8 +28,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Literal
 
-from . import _wire as W
-from .replies import FAULTS, HTTP_FAULTS, Fault, RecordedRequest, Reply, ToolCallReply
+from agentik_jupyter.testing import _wire as W
+from agentik_jupyter.testing.replies import FAULTS, HTTP_FAULTS, Fault, RecordedRequest, Reply, ToolCallReply
 
 __all__ = ["FAULTS", "Fault", "FakeLLMServer", "RecordedRequest", "Reply", "Responder", "ToolCallReply", "echo_responder"]
 

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from .fake_server import FakeLLMServer
+from agentik_jupyter.testing.fake_server import FakeLLMServer
 
 PROVIDERS = ("openai-compatible", "anthropic")
 FAKE_API_KEY = "sk-fake-test-key-0123456789"

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
-from ..providers.base import (
+from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
     ProviderToolCall,
@@ -19,7 +19,7 @@ from ..providers.base import (
     TextDelta,
     UsageDelta,
 )
-from ..types import AgentContext, ChatMessage, ToolSchema, Usage, new_id
+from agentik_jupyter.types import AgentContext, ChatMessage, ToolSchema, Usage, new_id
 
 
 @dataclass

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .protocol import ApprovalRequestLike, SessionLike
+from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 
 if TYPE_CHECKING:
-    from .approval_card import ApprovalCard
-    from .cards import ToolCard
-    from .markdown import render_markdown
-    from .panel import ChatPanel
-    from .stream import StreamBuffer
-    from .transcript import TRANSCRIPT_MIME, transcript_bundle
-    from .turn_view import TurnView
+    from agentik_jupyter.widgets.approval_card import ApprovalCard
+    from agentik_jupyter.widgets.cards import ToolCard
+    from agentik_jupyter.widgets.markdown import render_markdown
+    from agentik_jupyter.widgets.panel import ChatPanel
+    from agentik_jupyter.widgets.stream import StreamBuffer
+    from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
+    from agentik_jupyter.widgets.turn_view import TurnView
 
 __all__ = [
     "ApprovalCard", "ApprovalRequestLike", "ChatPanel", "SessionLike", "StreamBuffer", "TRANSCRIPT_MIME",

@@ -14,11 +14,11 @@ from typing import Any
 
 from ipywidgets import HBox, VBox
 
-from ..kernel.mainloop import main_thread_callback
-from ..security import invisible
-from .shared import ACCEPT_CLASSES, APPROVAL_CLASSES, APPROVAL_DONE_CLASS, PLAIN_CLASSES, REJECT_CLASSES, box, button, html, layout
-from .markdown import escape
-from .protocol import ApprovalRequestLike
+from agentik_jupyter.core.mainloop import main_thread_callback
+from agentik_jupyter.security import invisible
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, APPROVAL_DONE_CLASS, PLAIN_CLASSES, REJECT_CLASSES, box, button, html, layout
+from agentik_jupyter.widgets.markdown import escape
+from agentik_jupyter.widgets.protocol import ApprovalRequestLike
 
 DECISIONS: dict[str, str] = {
     "approved": "✓ Approved",

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 from ipywidgets import Accordion, Box, VBox, Widget
 
-from ..types import (
+from agentik_jupyter.types import (
     AppendText,
     ErrorEvent,
     Event,
@@ -21,12 +21,12 @@ from ..types import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from .cards import ToolCard
-from .live_text import LiveText
-from .markdown import escape
-from .shared import box, html
-from .status import is_failure
-from .stream import StreamBuffer
+from agentik_jupyter.widgets.cards import ToolCard
+from agentik_jupyter.widgets.live_text import LiveText
+from agentik_jupyter.widgets.markdown import escape
+from agentik_jupyter.widgets.shared import box, html
+from agentik_jupyter.widgets.status import is_failure
+from agentik_jupyter.widgets.stream import StreamBuffer
 
 
 def error_html(message: str) -> str:

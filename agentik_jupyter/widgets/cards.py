@@ -13,12 +13,12 @@ import json
 import re
 from typing import Any
 
-from ..security import invisible
-from ..types import ToolCall, ToolResult
-from ..vision import RASTER_TYPES
-from .markdown import escape
-from .sanitize import sanitize_html
-from .shared import html
+from agentik_jupyter.security import invisible
+from agentik_jupyter.types import ToolCall, ToolResult
+from agentik_jupyter.tools.vision import RASTER_TYPES
+from agentik_jupyter.widgets.markdown import escape
+from agentik_jupyter.widgets.sanitize import sanitize_html
+from agentik_jupyter.widgets.shared import html
 
 CARD_TEXT_LIMIT = 2_000
 HTML_PREVIEW_LIMIT = 200_000

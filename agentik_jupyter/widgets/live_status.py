@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from traitlets import Bool, Unicode
 
-from .live_text import ExtensionWidget
+from agentik_jupyter.widgets.live_text import ExtensionWidget
 
 
 class LiveStatus(ExtensionWidget):

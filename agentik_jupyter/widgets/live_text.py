@@ -21,8 +21,8 @@ from typing import Any
 from ipywidgets import DOMWidget
 from traitlets import Unicode
 
-from .. import __version__
-from .lean import Lean
+from agentik_jupyter import __version__
+from agentik_jupyter.widgets.lean import Lean
 
 MODULE = "agentik-jupyter"
 VERSION = f"^{__version__}"

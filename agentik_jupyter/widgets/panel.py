@@ -14,21 +14,21 @@ from typing import Any, Callable
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
-from ..notebook.attachments import shown_text
-from ..persistence import INTERRUPTED_MESSAGE
-from ..security.scrub import scrub
-from ..store import ChatState
-from ..types import ChatMessage, End, Event, StartResponse, ToolCall
-from .approval_card import ApprovalCard
-from .body import TurnBody, error_html, question_html
-from .cards import ToolCard
-from .markdown import escape, render_markdown
-from .shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
-from .protocol import ApprovalRequestLike, SessionLike
-from .status import ErrorBanner, StatusLine
-from .suggestions import MentionSuggestions
-from .turn_view import close_tree
-from ..kernel.mainloop import main_thread_callback
+from agentik_jupyter.notebook.attachments import shown_text
+from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.core.store import ChatState
+from agentik_jupyter.types import ChatMessage, End, Event, StartResponse, ToolCall
+from agentik_jupyter.widgets.approval_card import ApprovalCard
+from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
+from agentik_jupyter.widgets.cards import ToolCard
+from agentik_jupyter.widgets.markdown import escape, render_markdown
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
+from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
+from agentik_jupyter.widgets.status import ErrorBanner, StatusLine
+from agentik_jupyter.widgets.suggestions import MentionSuggestions
+from agentik_jupyter.widgets.turn_view import close_tree
+from agentik_jupyter.core.mainloop import main_thread_callback
 
 PANEL_TEXT = "Agent chat panel"
 SCROLLER_HEIGHT = "min(40em, 60vh)"  # the whole panel fits a laptop's notebook window
@@ -110,7 +110,7 @@ class ChatPanel:
         message = (self.input.value if text is None else text).strip()
         if not message:
             return None
-        from ..kernel.cells import CellAnchor, anchored
+        from agentik_jupyter.notebook.cells import CellAnchor, anchored
 
         with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
             self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ..store import AgentStore, ChatStore
-from ..types import Event
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.types import Event
 
 
 @runtime_checkable
 class SessionLike(Protocol):
-    """The surface of agentik_jupyter.session.Session that the views use."""
+    """The surface of agentik_jupyter.core.session.Session that the views use."""
 
     chat_store: ChatStore
     agent_store: AgentStore
@@ -33,7 +33,7 @@ class SessionLike(Protocol):
 
 
 class ApprovalRequestLike(Protocol):
-    """The surface of agentik_jupyter.kernel.approval.ApprovalRequest that the card uses."""
+    """The surface of agentik_jupyter.tools.approval.ApprovalRequest that the card uses."""
 
     tool_name: str
     decision: str | None

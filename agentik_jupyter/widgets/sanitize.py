@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from ..security import invisible
-from .markdown import escape
+from agentik_jupyter.security import invisible
+from agentik_jupyter.widgets.markdown import escape
 
 ALLOWED_TAGS = frozenset(
     "table thead tbody tfoot tr th td caption colgroup col div span p br b i em strong code pre "

@@ -19,7 +19,7 @@ from ipywidgets import HTML, Box, Button, HBox, Layout, VBox, Widget
 from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
-from .lean import LeanButton, LeanHBox, LeanHTML, LeanVBox
+from agentik_jupyter.widgets.lean import LeanButton, LeanHBox, LeanHTML, LeanVBox
 
 W = TypeVar("W", bound=Widget)
 

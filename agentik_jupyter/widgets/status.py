@@ -9,13 +9,13 @@ from typing import Any, Callable
 
 from ipywidgets import HTML, Button, HBox, Layout
 
-from ..kernel.mainloop import main_thread_callback
-from ..orchestrator import AWAITING_APPROVAL, DENIED
-from ..tool_status import split as split_label
-from ..store import AgentState, AgentStore, ChatState, ChatStore
-from ..types import EndReason, Usage
-from .markdown import escape
-from .shared import html
+from agentik_jupyter.core.mainloop import main_thread_callback
+from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED
+from agentik_jupyter.tools.status import split as split_label
+from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
+from agentik_jupyter.types import EndReason, Usage
+from agentik_jupyter.widgets.markdown import escape
+from agentik_jupyter.widgets.shared import html
 
 TICK_S = 1.0
 """The elapsed time moves once a second while nothing else on the view does (see `moved`)."""

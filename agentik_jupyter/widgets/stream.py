@@ -28,10 +28,10 @@ from typing import Callable, Sequence
 
 from ipywidgets import HTML, VBox, Widget
 
-from ..kernel import frontend
-from .live_text import LiveText
-from .markdown import render_markdown
-from .shared import box, html, layout
+from agentik_jupyter.notebook import page as frontend
+from agentik_jupyter.widgets.live_text import LiveText
+from agentik_jupyter.widgets.markdown import render_markdown
+from agentik_jupyter.widgets.shared import box, html, layout
 
 RATE_HZ = 12.0
 APPEND_RATE_HZ = 4.0

@@ -13,7 +13,7 @@ from typing import Callable
 
 from ipywidgets import Button, HBox, Layout, Text
 
-from ..kernel.mainloop import main_thread_callback
+from agentik_jupyter.core.mainloop import main_thread_callback
 
 MAX_SHOWN = 6
 # `@` then a (possibly empty) name at the end of the text: the mention being typed.

@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ..notebook.attachments import shown_text
-from ..types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
-from .cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
-from .markdown import escape, render_markdown
-from .sanitize import sanitize_html
-from .status import ending_text, is_failure, usage_text
+from agentik_jupyter.notebook.attachments import shown_text
+from agentik_jupyter.types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
+from agentik_jupyter.widgets.cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
+from agentik_jupyter.widgets.markdown import escape, render_markdown
+from agentik_jupyter.widgets.sanitize import sanitize_html
+from agentik_jupyter.widgets.status import ending_text, is_failure, usage_text
 
 TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
 TRANSCRIPT_VERSION = 1

@@ -18,9 +18,9 @@ from typing import Any
 
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
-from ..kernel.mainloop import main_thread_callback, run_on_main
-from .shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES
-from .markdown import escape
+from agentik_jupyter.core.mainloop import main_thread_callback, run_on_main
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES
+from agentik_jupyter.widgets.markdown import escape
 
 log = logging.getLogger(__name__)
 

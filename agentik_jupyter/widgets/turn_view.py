@@ -17,19 +17,19 @@ from typing import Any, Callable
 
 from ipywidgets import Box, HBox, Output, VBox, Widget
 
-from ..store import ChatState
-from ..types import AppendText, ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
-from .approval_card import ApprovalCard
-from .body import TurnBody, question_html
-from .live_status import LiveStatus
-from .live_text import LiveText
-from .protocol import ApprovalRequestLike, SessionLike
-from .publish import update_now
-from .shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
-from .status import StatusLine
-from ..kernel import frontend
-from ..kernel.mainloop import main_thread_callback
-from .transcript import TRANSCRIPT_MIME, transcript_bundle
+from agentik_jupyter.core.store import ChatState
+from agentik_jupyter.types import AppendText, ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
+from agentik_jupyter.widgets.approval_card import ApprovalCard
+from agentik_jupyter.widgets.body import TurnBody, question_html
+from agentik_jupyter.widgets.live_status import LiveStatus
+from agentik_jupyter.widgets.live_text import LiveText
+from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
+from agentik_jupyter.widgets.publish import update_now
+from agentik_jupyter.widgets.shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
+from agentik_jupyter.widgets.status import StatusLine
+from agentik_jupyter.notebook import page as frontend
+from agentik_jupyter.core.mainloop import main_thread_callback
+from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
 
 __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT", "PLACE_TEXT"]
 
@@ -60,7 +60,7 @@ Displayer = Callable[[dict[str, Any]], None]
 
 
 def _display_bundle(bundle: dict[str, Any]) -> None:
-    from .publish import display_now
+    from agentik_jupyter.widgets.publish import display_now
 
     display_now(bundle, raw=True)
 

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.kernel.namespace import clip, short_repr
+from agentik_jupyter.tools.namespace import clip, short_repr
 from agentik_jupyter.security.scrub import forms, scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply

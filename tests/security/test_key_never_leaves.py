@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.chat import ChatRouteError, handle
+from agentik_jupyter.core.chat_route import ChatRouteError, handle
 from agentik_jupyter.providers.config import load_config
 from agentik_jupyter.providers.errors import ConfigurationError
 from agentik_jupyter.security.scrub import install_log_filter, scrub

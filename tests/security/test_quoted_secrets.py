@@ -16,8 +16,8 @@ from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.kernel.inspection import inspect_value
-from agentik_jupyter.kernel.namespace import short_repr
+from agentik_jupyter.tools.inspection import inspect_value
+from agentik_jupyter.tools.namespace import short_repr
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply

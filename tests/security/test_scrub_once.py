@@ -19,9 +19,9 @@ import socket
 
 import pytest
 
-from agentik_jupyter.chat import stream_chat
-from agentik_jupyter.kernel.dataframes import describe_frame
-from agentik_jupyter.kernel.inspection import inspect_value
+from agentik_jupyter.core.chat_route import stream_chat
+from agentik_jupyter.tools.dataframes import describe_frame
+from agentik_jupyter.tools.inspection import inspect_value
 from agentik_jupyter.providers.config import load_config
 from agentik_jupyter.providers.errors import ConfigurationError, ProviderConnectionError
 from agentik_jupyter.security.scrub import scrub

@@ -20,10 +20,10 @@ import random
 from collections import Counter
 from typing import Any, Callable
 
-from .. import engines
-from ..security.scrub import scrub
-from ..types import ToolOutput
-from .namespace import clip, imported
+from agentik_jupyter import engines
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.tools.namespace import clip, imported
 
 BUDGET_CHARS = 8_000
 MAX_COLUMNS = 40

@@ -12,8 +12,8 @@ from typing import Any, Callable, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .security.scrub import scrub
-from .types import AgentContext, ChatMessage, ExecutionState
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.types import AgentContext, ChatMessage, ExecutionState
 
 log = logging.getLogger(__name__)
 

@@ -18,18 +18,18 @@ import html
 import weakref
 from typing import Any
 
-from ..engines.limits import describe_budget_s
-from ..notebook.images import FoundImage, with_images
-from ..registry import ToolRegistry, definition_from_function
-from ..types import ToolDefinition, ToolOutput, VariableSummary
-from ..vision import as_figure, describe_figure, figure_png
-from .cells import propose_cell
-from .dataframes import describe_frame, frame_kind
-from .execution import CodeExecutionError, run_in_shell
-from .inspection import inspect_value
-from .inspection_policy import resolve_path
-from .namespace import clip, shape_of, short_repr, summarize_variables, type_name, user_variables
-from .time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, ReadTimeout, call_with_budget
+from agentik_jupyter.engines.limits import describe_budget_s
+from agentik_jupyter.notebook.images import FoundImage, with_images
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.types import ToolDefinition, ToolOutput, VariableSummary
+from agentik_jupyter.tools.vision import as_figure, describe_figure, figure_png
+from agentik_jupyter.notebook.cells import propose_cell
+from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
+from agentik_jupyter.tools.execution import CodeExecutionError, run_in_shell
+from agentik_jupyter.tools.inspection import inspect_value
+from agentik_jupyter.tools.inspection_policy import resolve_path
+from agentik_jupyter.tools.namespace import clip, shape_of, short_repr, summarize_variables, type_name, user_variables
+from agentik_jupyter.tools.time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, ReadTimeout, call_with_budget
 
 __all__ = [
     "CodeExecutionError",

@@ -19,8 +19,8 @@ import sys
 import threading
 from typing import Callable, Literal, NamedTuple
 
-from ..registry import ToolRegistry
-from ..types import ToolCall, ToolDefinition
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import ToolCall, ToolDefinition
 
 log = logging.getLogger(__name__)
 

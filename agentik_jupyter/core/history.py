@@ -7,8 +7,8 @@ on the next page.
 
 from __future__ import annotations
 
-from .persistence import AuditEntry
-from .types import (
+from agentik_jupyter.persistence import AuditEntry
+from agentik_jupyter.types import (
     AssistantMessage,
     ChatMessage,
     ErrorRecord,

@@ -16,9 +16,9 @@ import sys
 import warnings
 from typing import Any, Mapping
 
-from ..types import ToolOutput
-from .dataframes import describe_frame, frame_kind
-from .namespace import clip, imported, shape_of, short_repr, type_name
+from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
+from agentik_jupyter.tools.namespace import clip, imported, shape_of, short_repr, type_name
 
 INSPECT_BUDGET_CHARS = 4_000
 MAX_ITEMS = 20

@@ -14,7 +14,7 @@ import sys
 import types
 from typing import Any, Mapping
 
-from .namespace import IPYTHON_NAMES, is_environment, missing_name_message
+from agentik_jupyter.tools.namespace import IPYTHON_NAMES, is_environment, missing_name_message
 
 ALLOWED = (
     "inspection reads the user's own variables and public attributes reached from them "

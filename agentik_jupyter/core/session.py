@@ -15,18 +15,18 @@ import logging
 import os
 from typing import Any, Awaitable, Callable
 
-from .event_relay import EventRelay
-from .history import HISTORY_PAGE, entries_to_messages
-from .ids import check_session_id
-from .orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
-from .persistence.budget import first_turn_to_keep
-from .persistence import (AsyncSessionDB, ConversationInfo, ConversationNotFoundError, SessionDBError,
+from agentik_jupyter.core.event_relay import EventRelay
+from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
+from agentik_jupyter.ids import check_session_id
+from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
+from agentik_jupyter.persistence.budget import first_turn_to_keep
+from agentik_jupyter.persistence import (AsyncSessionDB, ConversationInfo, ConversationNotFoundError, SessionDBError,
                           context_budget, estimate_tokens)
-from .registry import ToolRegistry, holds_loop
-from .security.scrub import scrub
-from .write_through import WriteThrough
-from .store import AgentStore, ChatStore
-from .types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
+from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.core.write_through import WriteThrough
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origi
 
 from pydantic import BaseModel, TypeAdapter
 
-from .types import DEFAULT_POLICY, ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
+from agentik_jupyter.types import DEFAULT_POLICY, ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
 
 T = TypeVar("T")
 

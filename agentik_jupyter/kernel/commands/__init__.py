@@ -7,8 +7,8 @@ import os
 import shlex
 from typing import Any
 
-from ..ids import InvalidSessionIdError, is_session_id
-from .mcp_commands import mcp_command
+from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
+from agentik_jupyter.kernel.commands.mcp import mcp_command
 
 USAGE = """\
 Usage: %agent <command>
@@ -45,7 +45,7 @@ def _when(ts: float) -> str:
 
 
 async def run_command(shell: Any, line: str) -> None:
-    from .agent import get_agent
+    from agentik_jupyter.kernel.agent import get_agent
 
     try:
         words = shlex.split(line)
@@ -62,8 +62,8 @@ async def run_command(shell: Any, line: str) -> None:
 
 
 async def _status(agent: Any, args: list[str]) -> None:
-    from ..providers.config import load_config
-    from ..providers.errors import ConfigurationError, scrub
+    from agentik_jupyter.providers.config import load_config
+    from agentik_jupyter.providers.errors import ConfigurationError, scrub
 
     try:
         config = load_config()
@@ -155,7 +155,7 @@ async def _delete(agent: Any, args: list[str]) -> None:
 
 
 async def _tools(agent: Any, args: list[str]) -> None:
-    from .tools_table import show_tools
+    from agentik_jupyter.kernel.tools_table import show_tools
 
     await agent.ensure_mcp()
     show_tools(agent.registry, agent.gate)  # a table that wraps between words, with the aligned text beside it
@@ -187,8 +187,8 @@ async def _policy(agent: Any, args: list[str]) -> None:
 
 
 async def _config(agent: Any, args: list[str]) -> None:
-    from ..providers.errors import scrub
-    from ..security.urls import redact_urls
+    from agentik_jupyter.providers.errors import scrub
+    from agentik_jupyter.security.urls import redact_urls
 
     key = "set" if os.environ.get("LLM_API_KEY") else "not set"
     print(f"{'LLM_API_KEY':<26} {key}")
@@ -200,7 +200,7 @@ async def _config(agent: Any, args: list[str]) -> None:
 async def _panel(agent: Any, args: list[str]) -> None:
     from IPython.display import display
 
-    from ..widgets import ChatPanel
+    from agentik_jupyter.widgets import ChatPanel
 
     session = agent.session_for()
     await agent.prepare(session)
@@ -223,19 +223,19 @@ async def _stop(agent: Any, args: list[str]) -> None:
 
 
 async def _instructions(agent: Any, args: list[str]) -> None:
-    from ..notebook.instructions import instructions_command
+    from agentik_jupyter.notebook.instructions import instructions_command
 
     await instructions_command(agent, args)
 
 
 async def _fix(agent: Any, args: list[str]) -> None:
-    from ..notebook.fix import fix_command
+    from agentik_jupyter.notebook.fix import fix_command
 
     await fix_command(agent, args)
 
 
 async def _export(agent: Any, args: list[str]) -> None:
-    from ..notebook.export import export_command
+    from agentik_jupyter.notebook.export import export_command
 
     await export_command(agent, args)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import ParameterType, ToolCall, ToolDefinition, ToolParameter, ToolResult
+from agentik_jupyter.types import ParameterType, ToolCall, ToolDefinition, ToolParameter, ToolResult
 
 _PY_NAMES: dict[ParameterType, str] = {
     "string": "a string",

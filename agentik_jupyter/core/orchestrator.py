@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
-from .arguments import bound_arguments
-from .interruptible import interruptible
-from .providers.base import (
+from agentik_jupyter.tools.arguments import bound_arguments
+from agentik_jupyter.tools.interruptible import interruptible
+from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
     ProviderToolCall,
@@ -25,13 +25,13 @@ from .providers.base import (
     TextDelta,
     UsageDelta,
 )
-from .providers.errors import AgentikError
-from .registry import ToolRegistry, run_tool
-from .security.scrub import scrub, scrub_response, scrub_result
-from .security.stream import StreamScrubber
-from .store import AgentStore, ChatStore
-from .tool_status import label as tool_label, noting
-from .types import (
+from agentik_jupyter.providers.errors import AgentikError
+from agentik_jupyter.tools.registry import ToolRegistry, run_tool
+from agentik_jupyter.security.scrub import scrub, scrub_response, scrub_result
+from agentik_jupyter.security.stream import StreamScrubber
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.tools.status import label as tool_label, noting
+from agentik_jupyter.types import (
     AgentContext,
     AppendText,
     ChatMessage,
@@ -50,7 +50,7 @@ from .types import (
     ToolSchema,
     Usage,
 )
-from .validation import check_call, coerce_arguments
+from agentik_jupyter.tools.validation import check_call, coerce_arguments
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ class Orchestrator:
             if aclose is not None:
                 await aclose()
         if response is None:
-            from .providers.errors import MalformedResponseError
+            from agentik_jupyter.providers.errors import MalformedResponseError
 
             raise MalformedResponseError("The model's answer ended before it was complete.")
         outcome.usage = _add_usage(outcome.usage, response.usage)

@@ -12,8 +12,8 @@ import json
 import os
 from typing import Any, AsyncIterator, Mapping
 
-from .chat import stream_chat
-from .providers.base import (
+from agentik_jupyter.core.chat_route import stream_chat
+from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
     ProviderToolCall,
@@ -23,8 +23,8 @@ from .providers.base import (
     ToolCallStart,
     UsageDelta,
 )
-from .providers.errors import ConfigurationError, ProviderConnectionError, ProviderError
-from .types import AgentContext, ChatMessage, ToolSchema, Usage
+from agentik_jupyter.providers.errors import ConfigurationError, ProviderConnectionError, ProviderError
+from agentik_jupyter.types import AgentContext, ChatMessage, ToolSchema, Usage
 
 
 class InProcessTransport:
@@ -194,7 +194,7 @@ def default_transport(model: str | None = None) -> InProcessTransport | ServerTr
     or a transport whose every turn says clearly that there is none (never a silent fallback
     that would need the key in the kernel)."""
     if os.environ.get("AGENTIK_TRANSPORT", "").lower() == "server":
-        from .kernel.server_info import find_server
+        from agentik_jupyter.core.server_info import find_server
 
         server = find_server()
         if server is None:

@@ -25,8 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..notebook.frontend import NoFrontend, frontend
-from ..types import ToolOutput
+from agentik_jupyter.notebook.requests import NoFrontend, frontend
+from agentik_jupyter.types import ToolOutput
 
 
 @dataclass

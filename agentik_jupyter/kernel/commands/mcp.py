@@ -22,7 +22,7 @@ Usage: %agent mcp [trust|untrust [PATH]]
 def manager_for(agent: Any) -> Any:
     """The kernel's MCPManager, created on first use for the notebook's folder."""
     if agent.mcp is None:
-        from ..mcp import MCPManager
+        from agentik_jupyter.mcp import MCPManager
 
         notebook = agent.location.notebook_path
         agent.mcp = MCPManager(agent.registry, notebook_dir=notebook.parent if notebook else Path.cwd())
@@ -41,7 +41,7 @@ def show_trust_card(agent: Any, project: Any) -> Any:
     """Display the card for this version of the file in the current cell's output."""
     from IPython.display import display
 
-    from ..widgets.trust_card import TrustCard
+    from agentik_jupyter.widgets.trust_card import TrustCard
 
     manager = manager_for(agent)
     path, sha256 = project.path, project.sha256
@@ -101,7 +101,7 @@ def _state(manager: Any) -> None:
 
 async def mcp_command(agent: Any, args: list[str]) -> None:
     """`%agent mcp`, `%agent mcp trust [PATH]`, `%agent mcp untrust [PATH]`."""
-    from ..mcp import MCPConfigError
+    from agentik_jupyter.mcp import MCPConfigError
 
     manager = manager_for(agent)
     await manager.refresh()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from .types import ErrorEvent, Event
+from agentik_jupyter.types import ErrorEvent, Event
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any, Mapping
 
-from .types import ImagePart
+from agentik_jupyter.types import ImagePart
 
 RASTER_TYPES = ("image/png", "image/jpeg", "image/gif")  # what fit_image reads and the cards show inline
 MAX_SIDE_PX = 768

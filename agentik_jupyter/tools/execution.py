@@ -22,10 +22,10 @@ import sys
 import traceback
 from typing import Any
 
-from ..types import ToolOutput
-from ..vision import describe_figure, figure_png, images_for_model
-from .namespace import clip, short_repr, type_name
-from .output_capture import Capture, capturing
+from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.tools.vision import describe_figure, figure_png, images_for_model
+from agentik_jupyter.tools.namespace import clip, short_repr, type_name
+from agentik_jupyter.tools.output_capture import Capture, capturing
 
 MAX_STREAM_CHARS = 8_000
 MAX_RESULT_CHARS = 4_000

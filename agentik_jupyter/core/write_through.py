@@ -11,8 +11,8 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from .persistence import AsyncSessionDB
-from .types import AssistantMessage, ChatMessage, Event, PersistedMessage, ToolCallEvent, ToolCallRecord, ToolResultRecord
+from agentik_jupyter.persistence import AsyncSessionDB
+from agentik_jupyter.types import AssistantMessage, ChatMessage, Event, PersistedMessage, ToolCallEvent, ToolCallRecord, ToolResultRecord
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .providers._constants import MAX_ARGUMENT_DEPTH
-from .providers.base import ProviderToolCall
+from agentik_jupyter.providers._constants import MAX_ARGUMENT_DEPTH
+from agentik_jupyter.providers.base import ProviderToolCall
 
 MAX_ARGUMENT_CHARS = 1_000_000
 """Characters of argument text (the raw JSON, or strings and keys once parsed)."""

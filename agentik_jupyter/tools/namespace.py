@@ -17,9 +17,9 @@ import sys
 import types
 from typing import Any, Iterator, Mapping
 
-from .. import engines
-from ..security.scrub import scrub
-from ..types import VariableSummary
+from agentik_jupyter import engines
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.types import VariableSummary
 
 # Names IPython puts in the namespace even when user_ns_hidden is not at hand.
 IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})

@@ -17,12 +17,12 @@ from typing import Any, AsyncIterator, Mapping
 
 from pydantic import ValidationError
 
-from .providers._http import close_on_its_loop
-from .providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
-from .providers.config import ProviderConfig, load_config, make_adapter
-from .providers.errors import AgentikError, ConfigurationError, ProviderError
-from .security.scrub import scrub, scrub_value
-from .types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
+from agentik_jupyter.providers._http import close_on_its_loop
+from agentik_jupyter.providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
+from agentik_jupyter.providers.config import ProviderConfig, load_config, make_adapter
+from agentik_jupyter.providers.errors import AgentikError, ConfigurationError, ProviderError
+from agentik_jupyter.security.scrub import scrub, scrub_value
+from agentik_jupyter.types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
 
 BASE_SYSTEM_PROMPT = """\
 You are agentik, an assistant that lives inside the user's Jupyter kernel.
@@ -244,7 +244,7 @@ async def handle(
     if tool_schemas is None:
         tool_schemas = request.tools
     if tool_schemas is None:
-        from .registry import default_registry
+        from agentik_jupyter.tools.registry import default_registry
 
         tool_schemas = default_registry.to_tool_schemas()
     try:
