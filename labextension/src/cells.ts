@@ -3,7 +3,7 @@
  *
  * The kernel asks on the notebook request comm (notebook.ts, action `insert_cell`) with the
  * source and the asking cell's id; this inserts a code cell below that cell (or below the
- * active cell) and never runs it. The kernel side is agentik_jupyter/kernel/cells.py.
+ * active cell) and never runs it. The kernel side is agentik_jupyter/notebook/cells.py.
  *
  * Nobody approved the code, so the cell is marked as an unrun proposal: its first line is the
  * kernel's comment saying so (kernel/cells.py PROPOSAL_LINE, already in `source`), and the cell

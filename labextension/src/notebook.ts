@@ -1,7 +1,7 @@
 /**
  * The live notebook for the agent: its cells on request, and edits shown as diffs on the cell.
  *
- * The kernel opens a comm to `agentik.notebook` per request (agentik_jupyter/notebook/frontend.py);
+ * The kernel opens a comm to `agentik.notebook` per request (agentik_jupyter/notebook/requests.py);
  * this answers by opening `agentik.notebook.reply` with the request id. `read` answers the
  * document as the editor holds it (unsaved edits included). `edit_cell` / `delete_cell` answer
  * `stale` when the cell no longer holds the source the agent read, else show the change on the
