@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 
+from agentik_jupyter.errors import AgentikError
+
 SESSION_ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
 SESSION_ID_RULE = "a session id is 1 to 64 letters, digits, '_' or '-'"
 _SESSION_ID = re.compile(SESSION_ID_PATTERN)
 _SHOWN_CHARS = 40
 
 
-class InvalidSessionIdError(ValueError):
+class InvalidSessionIdError(AgentikError, ValueError):
     """Not a session id; the message shows the value escaped and clipped."""
 
     def __init__(self, value: object) -> None:

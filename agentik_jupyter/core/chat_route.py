@@ -20,9 +20,10 @@ from pydantic import ValidationError
 from agentik_jupyter.providers._http import close_on_its_loop
 from agentik_jupyter.providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
 from agentik_jupyter.providers.config import ProviderConfig, load_config, make_adapter
-from agentik_jupyter.providers.errors import AgentikError, ConfigurationError, ProviderError
+from agentik_jupyter.errors import ConfigurationError, ProviderError
 from agentik_jupyter.security.scrub import scrub, scrub_value
 from agentik_jupyter.types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
+from agentik_jupyter.errors import ChatRouteError
 
 BASE_SYSTEM_PROMPT = """\
 You are agentik, an assistant that lives inside the user's Jupyter kernel.
@@ -32,16 +33,6 @@ what you find. Code you want to run goes through the run_code tool, which asks t
 first; if the user declines, do not insist. Keep answers short and use Markdown."""
 
 MAX_CONTEXT_VARIABLES = 40
-
-
-class ChatRouteError(Exception):
-    """A failure with the HTTP status and JSON body the server route answers with."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        body = scrub_value(body)
-        super().__init__(body.get("message") or body.get("error"))
-        self.status = status
-        self.body = body
 
 
 def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str] | None = None) -> str:
@@ -260,8 +251,6 @@ async def handle(
         raise ChatRouteError(
             502, {"error": "LLM provider error", "message": exc.message, "code": exc.code, "status": exc.status}
         ) from None
-    except AgentikError as exc:
-        raise ChatRouteError(502, {"error": "LLM provider error", "message": exc.message}) from None
     calls = [ToolCall(id=c.id, name=c.name, args=c.args) for c in response.tool_calls]
     out = ChatResponseBody(content=response.content or "", toolCalls=calls or None)
     return scrub_value(out.model_dump(exclude_none=True))

@@ -25,7 +25,7 @@ from agentik_jupyter.providers.base import (
     TextDelta,
     UsageDelta,
 )
-from agentik_jupyter.providers.errors import AgentikError
+from agentik_jupyter.errors import ConfigurationError, ProviderError
 from agentik_jupyter.tools.registry import ToolRegistry, run_tool
 from agentik_jupyter.security.scrub import scrub, scrub_response, scrub_result
 from agentik_jupyter.security.stream import StreamScrubber
@@ -231,7 +231,7 @@ class Orchestrator:
             # Jupyter's Interrupt landed in a tool or in run_code's user code: the turn ends here.
             self._interrupt(outcome, pending, "".join(partial))
             return outcome
-        except AgentikError as exc:
+        except (ConfigurationError, ProviderError) as exc:  # the model could not be asked
             return self._fail(outcome, exc.message, exc.code)
         except Exception as exc:
             log.exception("turn failed")
@@ -279,7 +279,7 @@ class Orchestrator:
             if aclose is not None:
                 await aclose()
         if response is None:
-            from agentik_jupyter.providers.errors import MalformedResponseError
+            from agentik_jupyter.errors import MalformedResponseError
 
             raise MalformedResponseError("The model's answer ended before it was complete.")
         outcome.usage = _add_usage(outcome.usage, response.usage)

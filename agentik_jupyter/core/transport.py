@@ -23,7 +23,7 @@ from agentik_jupyter.providers.base import (
     ToolCallStart,
     UsageDelta,
 )
-from agentik_jupyter.providers.errors import ConfigurationError, ProviderConnectionError, ProviderError
+from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError, ProviderError
 from agentik_jupyter.types import AgentContext, ChatMessage, ToolSchema, Usage
 
 

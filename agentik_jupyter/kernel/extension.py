@@ -20,7 +20,8 @@ _LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")
 
 
 def _wants_wait(line: str) -> bool:
-    from agentik_jupyter.kernel.turn_options import OptionsError, parse_options
+    from agentik_jupyter.errors import OptionsError
+    from agentik_jupyter.kernel.turn_options import parse_options
 
     try:
         return parse_options(line).wait

@@ -19,7 +19,8 @@ from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from agentik_jupyter.kernel.turn_options import OptionsError, TurnOptions, parse_options
+from agentik_jupyter.errors import OptionsError
+from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options
 
 CELL_HELPER = "__agentik_cell__"
 LINE_HELPER = "__agentik_line__"

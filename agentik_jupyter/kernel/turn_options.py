@@ -6,12 +6,9 @@ import argparse
 import os
 import shlex
 from dataclasses import dataclass
+from agentik_jupyter.errors import OptionsError
 
 USAGE = "%%agent [--wait] [--new] [--temp] [--session ID] [--model NAME]"
-
-
-class OptionsError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

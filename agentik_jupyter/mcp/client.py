@@ -26,24 +26,10 @@ from typing import Any
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.security.trust import TrustStore
 from agentik_jupyter.types import ApprovalPolicy
-from agentik_jupyter.mcp.config import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_STARTUP_TIMEOUT,
-    HttpServerConfig,
-    MCPConfig,
-    MCPConfigError,
-    ServerConfig,
-    StdioServerConfig,
-    find_config_path,
-    parse_config,
-)
-from agentik_jupyter.mcp.connection import (
-    INSTALL_HINT,
-    MCPServerError,
-    MCPToolError,
-    ServerConnection,
-    ServerState,
-)
+from agentik_jupyter.mcp.config import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, HttpServerConfig, MCPConfig, ServerConfig, StdioServerConfig, find_config_path, parse_config
+from agentik_jupyter.errors import MCPConfigError
+from agentik_jupyter.mcp.connection import INSTALL_HINT, ServerConnection, ServerState
+from agentik_jupyter.errors import MCPServerError, MCPToolError
 from agentik_jupyter.mcp.processes import kill_groups
 from agentik_jupyter.mcp.project import ProjectFile, read_project_file
 from agentik_jupyter.mcp.tools import ToolPublisher

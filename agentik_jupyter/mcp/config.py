@@ -31,6 +31,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from agentik_jupyter.types import ApprovalPolicy
+from agentik_jupyter.errors import MCPConfigError
 
 CONFIG_ENV = "AGENTIK_MCP_CONFIG"
 CONFIG_NAME = "mcp.json"
@@ -40,10 +41,6 @@ MIN_MASKED_LENGTH = 3  # shorter expanded values (a port, "1") would mask unrela
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = {"http", "streamable-http", "streamable_http", "streamablehttp"}
-
-
-class MCPConfigError(ValueError):
-    """The config file as a whole cannot be used (missing, not JSON, wrong shape)."""
 
 
 class _ServerBase(BaseModel):

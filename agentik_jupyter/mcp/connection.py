@@ -30,7 +30,8 @@ from agentik_jupyter.mcp.config import (
     ServerConfig,
     StdioServerConfig,
 )
-from agentik_jupyter.mcp.http_client import MCPRedirectError
+from agentik_jupyter.errors import MCPRedirectError
+from agentik_jupyter.errors import AgentikError, MCPServerError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -44,19 +45,11 @@ _CONNECTION_CLOSED = -32000
 _LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
 
 
-class MCPNotInstalledError(ImportError):
+class MCPNotInstalledError(AgentikError, ImportError):
     """A server is configured but the `mcp` extra is missing."""
 
     def __init__(self) -> None:
         super().__init__(INSTALL_HINT)
-
-
-class MCPServerError(RuntimeError):
-    """The server could not answer: not running, crashed, timed out, or refused the call."""
-
-
-class MCPToolError(RuntimeError):
-    """The tool ran and reported an error (`isError`); its message goes to the model."""
 
 
 def require_sdk() -> None:

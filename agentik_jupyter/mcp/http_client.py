@@ -12,6 +12,7 @@ never its path, query or userinfo.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from agentik_jupyter.errors import MCPRedirectError
 
 if TYPE_CHECKING:
     import httpx2
@@ -20,19 +21,6 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 30.0
 READ_TIMEOUT = 300.0
-
-
-class MCPRedirectError(RuntimeError):
-    """An MCP HTTP server answered 3xx; the redirect was not followed."""
-
-    def __init__(self, status: int, target: str) -> None:
-        super().__init__(
-            f"the server answered HTTP {status}, a redirect to {target}; redirects are not followed "
-            "(the request carries this server's headers). If that address is the server, "
-            "put it in mcp.json as its url."
-        )
-        self.status = status
-        self.target = target
 
 
 def redirect_target(response: httpx2.Response) -> str:

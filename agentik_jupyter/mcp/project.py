@@ -19,7 +19,7 @@ from typing import Any
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.trust import TrustStore, digest, is_user_file, launch_env_warning
-from agentik_jupyter.mcp.config import MCPConfigError
+from agentik_jupyter.errors import MCPConfigError
 
 _VAR_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ApprovalPolicy, ToolDefinition
-from agentik_jupyter.mcp.connection import MCPToolError, ServerConnection
+from agentik_jupyter.errors import MCPToolError
+from agentik_jupyter.mcp.connection import ServerConnection
 from agentik_jupyter.mcp.schema import error_text, output_from_content, parameters_from_schema, tool_name
 
 

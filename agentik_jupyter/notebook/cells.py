@@ -25,7 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from agentik_jupyter.notebook.requests import NoFrontend, frontend
+from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.types import ToolOutput
 
 

@@ -15,16 +15,13 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from agentik_jupyter.errors import NotebookReadError
 
 OUTPUT_TEXT_CHARS = 300
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 _TEXT_TYPES = ("text/plain", "text/markdown")
 
 Origin = Literal["live", "saved"]
-
-
-class NotebookReadError(Exception):
-    """The notebook could not be read; the message says which file and why."""
 
 
 @dataclass

@@ -20,7 +20,8 @@ from agentik_jupyter.security import invisible
 from agentik_jupyter.tools.status import waiting_on
 from agentik_jupyter.types import ToolOutput
 from agentik_jupyter.notebook.document import NotebookDoc, summarize_output
-from agentik_jupyter.notebook.requests import NoFrontend, frontend
+from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.notebook.requests import frontend
 
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000

@@ -17,16 +17,13 @@ import asyncio
 import time
 import uuid
 from typing import Any, Callable
+from agentik_jupyter.errors import NoFrontend
 
 REQUEST_TARGET = "agentik.notebook"
 REPLY_TARGET = "agentik.notebook.reply"
 REPLY_TIMEOUT_S = 3.0  # the extension answers in milliseconds; this only bounds a frontend without it
 CLOSED_GRACE_S = 1.0  # a client without the extension closed our comm: wait this long for the answer
 NO_FRONTEND_MEMORY_S = 60.0  # after no answer, go straight to the fallback for this long
-
-
-class NoFrontend(Exception):
-    """No extension answered: the notebook is not open in JupyterLab / Notebook 7 with agentik."""
 
 
 class _Pending:

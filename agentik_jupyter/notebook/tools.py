@@ -15,9 +15,11 @@ from typing import Any, Awaitable, Callable
 
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
-from agentik_jupyter.notebook.document import NotebookDoc, NotebookReadError, cells_from_json, load_saved
+from agentik_jupyter.notebook.document import NotebookDoc, cells_from_json, load_saved
+from agentik_jupyter.errors import NotebookReadError
 from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
-from agentik_jupyter.notebook.requests import NoFrontend, frontend
+from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.notebook.images import output_images, with_images
 from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
 from agentik_jupyter.notebook.rerun import dependents, rerun_report

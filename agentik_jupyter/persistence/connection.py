@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from agentik_jupyter.persistence.errors import DatabaseBusyError, NotASessionDBError, SymlinkedFileError, open_error
+from agentik_jupyter.errors import DatabaseBusyError, NotASessionDBError, SymlinkedFileError
+from agentik_jupyter.persistence.errors import open_error
 from agentik_jupyter.persistence.paths import refuse_symlinks
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentik_jupyter.types import ChatMessage, ToolCall
-from agentik_jupyter.persistence.errors import WorkingMemoryError
+from agentik_jupyter.errors import WorkingMemoryError
 
 
 def check_turn(messages: Sequence[ChatMessage]) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentik_jupyter.persistence.errors import SymlinkedFileError
+from agentik_jupyter.errors import SymlinkedFileError
 
 DB_SUFFIX = ".agentik.db"
 FALLBACK_STEM = "agentik"

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from agentik_jupyter.ids import is_session_id, valid_id_sql
 from agentik_jupyter.types import PersistedMessage
-from agentik_jupyter.persistence.errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
+from agentik_jupyter.errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
 from agentik_jupyter.persistence.models import AuditEntry, AuditPage, ConversationInfo
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.readonly import exists_with_data, read_only

@@ -21,7 +21,8 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from agentik_jupyter.persistence.connection import DEFAULT_BUSY_TIMEOUT_S, read_snapshot, with_retry
-from agentik_jupyter.persistence.errors import NotASessionDBError, open_error
+from agentik_jupyter.errors import NotASessionDBError
+from agentik_jupyter.persistence.errors import open_error
 from agentik_jupyter.persistence.paths import refuse_symlinks
 
 T = TypeVar("T")

@@ -32,13 +32,7 @@ from agentik_jupyter.persistence.connection import (
     with_retry,
     write_transaction,
 )
-from agentik_jupyter.persistence.errors import (
-    ConversationNotFoundError,
-    SessionDBError,
-    TemporaryConversationError,
-    TurnNotFoundError,
-    TurnStateError,
-)
+from agentik_jupyter.errors import ConversationNotFoundError, SessionDBError, TemporaryConversationError, TurnNotFoundError, TurnStateError
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs

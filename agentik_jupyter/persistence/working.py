@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage, now
-from agentik_jupyter.persistence.errors import TurnStateError
+from agentik_jupyter.errors import TurnStateError
 
 # A working-memory row of the turn other than its user message: the turn was committed.
 _COMMITTED = (

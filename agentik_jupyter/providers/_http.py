@@ -22,20 +22,7 @@ import httpx2
 
 from agentik_jupyter.security.urls import redact_url
 from agentik_jupyter.providers import _constants as C
-from agentik_jupyter.providers.errors import (
-    AuthenticationError,
-    BadRequestError,
-    MalformedResponseError,
-    NotFoundError,
-    PermissionDeniedError,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderTimeoutError,
-    RateLimitError,
-    RedirectError,
-    ServerError,
-    StreamError,
-)
+from agentik_jupyter.errors import AuthenticationError, BadRequestError, MalformedResponseError, NotFoundError, PermissionDeniedError, ProviderConnectionError, ProviderError, ProviderTimeoutError, RateLimitError, RedirectError, ServerError, StreamError
 
 Sleep = Callable[[float], Awaitable[None]]
 

@@ -16,7 +16,7 @@ import httpx2
 from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._http import error_from_transport
 from agentik_jupyter.providers._sse import SSEDecoder
-from agentik_jupyter.providers.errors import MalformedResponseError, StreamError
+from agentik_jupyter.errors import MalformedResponseError, StreamError
 
 
 class AnswerLimit:

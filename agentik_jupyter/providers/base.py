@@ -78,7 +78,7 @@ ProviderDelta = Union[TextDelta, ReasoningDelta, ToolCallStart, ToolCallArgsDelt
 
 @runtime_checkable
 class ProviderAdapter(Protocol):
-    """One wire format. Errors are raised as `providers.errors.ProviderError` subclasses."""
+    """One wire format. Errors are raised as `errors.ProviderError` subclasses."""
 
     def stream(self, params: ChatParams) -> AsyncIterator[ProviderDelta]: ...
 
@@ -94,7 +94,7 @@ async def collect(deltas: AsyncIterator[ProviderDelta]) -> ProviderChatResponse:
         if isinstance(delta, StreamDone):
             final = delta.response
     if final is None:
-        from agentik_jupyter.providers.errors import MalformedResponseError
+        from agentik_jupyter.errors import MalformedResponseError
 
         raise MalformedResponseError("The provider stream ended without a final response.")
     return final

@@ -18,7 +18,7 @@ from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._http import RetryPolicy, Timeouts
 from agentik_jupyter.providers.anthropic import AnthropicAdapter
 from agentik_jupyter.providers.base import ProviderAdapter
-from agentik_jupyter.providers.errors import ConfigurationError
+from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 
 ProviderName = Literal["openai-compatible", "anthropic"]

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator, Iterator, Mapping
 
-from agentik_jupyter.core.chat_route import AdapterCache, ChatRouteError, parse_request, stream_chat
+from agentik_jupyter.core.chat_route import AdapterCache, parse_request, stream_chat
+from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.providers.base import ReasoningDelta, StreamDone, TextDelta, UsageDelta
-from agentik_jupyter.providers.errors import AgentikError, ConfigurationError, ProviderError, scrub
+from agentik_jupyter.errors import ConfigurationError, ProviderError
+from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.scrub import scrub_response
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.types import ChatRequest, ToolSchema
@@ -52,8 +54,6 @@ def error_event(exc: BaseException) -> dict[str, Any]:
         return {"error": "Missing configuration", "message": exc.message}
     if isinstance(exc, ProviderError):
         return {"error": "LLM provider error", "message": exc.message, "code": exc.code, "status": exc.status}
-    if isinstance(exc, AgentikError):
-        return {"error": "LLM provider error", "message": exc.message}
     return {"error": "Internal error", "message": scrub(f"{type(exc).__name__}: {exc}")}
 
 

@@ -25,11 +25,13 @@ from agentik_jupyter.types import ToolDefinition, ToolOutput, VariableSummary
 from agentik_jupyter.tools.vision import as_figure, describe_figure, figure_png
 from agentik_jupyter.notebook.cells import propose_cell
 from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
-from agentik_jupyter.tools.execution import CodeExecutionError, run_in_shell
+from agentik_jupyter.errors import CodeExecutionError
+from agentik_jupyter.tools.execution import run_in_shell
 from agentik_jupyter.tools.inspection import inspect_value
 from agentik_jupyter.tools.inspection_policy import resolve_path
 from agentik_jupyter.tools.namespace import clip, shape_of, short_repr, summarize_variables, type_name, user_variables
-from agentik_jupyter.tools.time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, ReadTimeout, call_with_budget
+from agentik_jupyter.tools.time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, call_with_budget
+from agentik_jupyter.errors import ReadTimeout
 
 __all__ = [
     "CodeExecutionError",

@@ -26,15 +26,12 @@ from agentik_jupyter.types import ToolOutput
 from agentik_jupyter.tools.vision import describe_figure, figure_png, images_for_model
 from agentik_jupyter.tools.namespace import clip, short_repr, type_name
 from agentik_jupyter.tools.output_capture import Capture, capturing
+from agentik_jupyter.errors import CodeExecutionError
 
 MAX_STREAM_CHARS = 8_000
 MAX_RESULT_CHARS = 4_000
 MAX_TRACEBACK_FRAMES = 8
 MAX_TRACEBACK_CHARS = 4_000
-
-
-class CodeExecutionError(Exception):
-    """The user-level code raised; the message is a short traceback the model can act on."""
 
 
 async def run_in_shell(shell: Any, code: str) -> ToolOutput:

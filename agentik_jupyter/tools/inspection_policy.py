@@ -15,6 +15,7 @@ import types
 from typing import Any, Mapping
 
 from agentik_jupyter.tools.namespace import IPYTHON_NAMES, is_environment, missing_name_message
+from agentik_jupyter.errors import InspectionRefused
 
 ALLOWED = (
     "inspection reads the user's own variables and public attributes reached from them "
@@ -37,10 +38,6 @@ _INTERNAL_CLASSES = (
     ("jupyter_client.session", "Session"),
     ("traitlets.config.application", "Application"),
 )
-
-
-class InspectionRefused(PermissionError):
-    """The path leads outside the user's data; the message says why and what is allowed."""
 
 
 def resolve_path(user_ns: Mapping[str, Any], path: str, hidden: Mapping[str, Any] | None = None) -> Any:

@@ -27,12 +27,9 @@ from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origi
 from pydantic import BaseModel, TypeAdapter
 
 from agentik_jupyter.types import DEFAULT_POLICY, ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
+from agentik_jupyter.errors import DuplicateToolError
 
 T = TypeVar("T")
-
-
-class DuplicateToolError(ValueError):
-    pass
 
 
 class DefinitionRegistry(Generic[T]):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import threading
 from typing import Any, Callable, TypeVar
+from agentik_jupyter.errors import ReadTimeout
 
 T = TypeVar("T")
 
@@ -24,10 +25,6 @@ HISTORY_ITEM_BUDGET_S = 1.0
 
 REFIRE_S = 0.25
 """After expiry the timer fires again at this interval, in case user code swallowed the first."""
-
-
-class ReadTimeout(TimeoutError):
-    """Reading a user object took longer than its budget; the message names the object."""
 
 
 class _Expired(BaseException):

@@ -63,7 +63,8 @@ async def run_command(shell: Any, line: str) -> None:
 
 async def _status(agent: Any, args: list[str]) -> None:
     from agentik_jupyter.providers.config import load_config
-    from agentik_jupyter.providers.errors import ConfigurationError, scrub
+    from agentik_jupyter.errors import ConfigurationError
+    from agentik_jupyter.security.scrub import scrub
 
     try:
         config = load_config()
@@ -187,7 +188,7 @@ async def _policy(agent: Any, args: list[str]) -> None:
 
 
 async def _config(agent: Any, args: list[str]) -> None:
-    from agentik_jupyter.providers.errors import scrub
+    from agentik_jupyter.security.scrub import scrub
     from agentik_jupyter.security.urls import redact_urls
 
     key = "set" if os.environ.get("LLM_API_KEY") else "not set"
