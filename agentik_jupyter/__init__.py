@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from agentik_jupyter._version import __version__
+
 __all__ = ["tool", "current_session", "load_ipython_extension", "unload_ipython_extension", "__version__"]
 
 if TYPE_CHECKING:

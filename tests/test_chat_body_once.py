@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from agentik_jupyter.core.chat_route import ChatRouteError, load_body, parse_request
+from agentik_jupyter.errors import ChatRouteError
+from agentik_jupyter.core.chat_route import load_body, parse_request
 from agentik_jupyter.server.sse import normalise
 
 CALL = {"id": "c1", "name": "row_count", "args": {"table": "a"}}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentik_jupyter.core.chat_route import ChatRouteError, build_system_prompt, handle, parse_request
+from agentik_jupyter.errors import ChatRouteError
+from agentik_jupyter.core.chat_route import build_system_prompt, handle, parse_request
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from agentik_jupyter.types import AgentContext, VariableSummary

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 
-from agentik_jupyter.core.chat_route import ChatRouteError, parse_request
+from agentik_jupyter.errors import ChatRouteError
+from agentik_jupyter.core.chat_route import parse_request
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from tests.jupyter_servers import RunningServer, jupyter, server_fixtures

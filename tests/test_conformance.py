@@ -26,13 +26,7 @@ from agentik_jupyter.providers.base import (
     ToolCallArgsDelta,
     ToolCallStart,
 )
-from agentik_jupyter.providers.errors import (
-    BadRequestError,
-    NotFoundError,
-    ProviderError,
-    RateLimitError,
-    StreamError,
-)
+from agentik_jupyter.errors import BadRequestError, NotFoundError, ProviderError, RateLimitError, StreamError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 from agentik_jupyter.types import ChatMessage
 

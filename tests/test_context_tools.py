@@ -17,6 +17,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
+from agentik_jupyter.notebook.tools import insert_cell_tool
 from agentik_jupyter.tools.context import (
     CodeExecutionError,
     make_context_tools,
@@ -373,18 +374,18 @@ async def test_run_code_error_reaches_the_model_through_the_orchestrator(shell: 
 
 
 def test_insert_cell_proposes_the_source(shell: InteractiveShell) -> None:
-    out = asyncio.run(tools_of(shell)["insert_cell"](source="df.plot()"))
+    out = asyncio.run(insert_cell_tool(shell).execute(source="df.plot()"))
     assert isinstance(out, ToolOutput) and "```python\ndf.plot()\n```" == out.display["text/markdown"]
     assert shell.rl_next_input == f"{PROPOSAL_LINE}\ndf.plot()"  # the cell says it is an unrun proposal
     with pytest.raises(ValueError, match="empty"):
-        asyncio.run(tools_of(shell)["insert_cell"](source="  "))
+        asyncio.run(insert_cell_tool(shell).execute(source="  "))
 
 
 def test_register_context_tools_keeps_policies_and_user_tools(shell: InteractiveShell) -> None:
     registry = ToolRegistry()
     names = [t.name for t in register_context_tools(registry, shell)]
     assert names == ["list_variables", "inspect_variable", "describe_dataframe", "get_cell_history",
-                     "run_code", "insert_cell"]
+                     "run_code"]
     assert registry.get("run_code").policy == "ask" and registry.get("list_variables").policy == "auto"
     registry.set_policy("run_code", "auto")
 
@@ -395,7 +396,7 @@ def test_register_context_tools_keeps_policies_and_user_tools(shell: Interactive
     registry.add(definition_from_function(list_variables), replace=True)
     again = register_context_tools(registry, shell)
     assert registry.get("run_code").policy == "auto"
-    assert registry.get("list_variables").execute() == "mine" and len(again) == 5
+    assert registry.get("list_variables").execute() == "mine" and len(again) == 4
 
 
 # ---- in a real kernel ----
@@ -476,8 +477,8 @@ print(json.dumps(results))
 
 def test_insert_cell_reaches_the_frontend_as_a_payload(kernel: Any) -> None:
     _, reply = kernel_run(kernel, """
-from agentik_jupyter.tools.context import make_context_tools
-insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]
+from agentik_jupyter.notebook.tools import insert_cell_tool
+insert = insert_cell_tool(get_ipython()).execute
 await insert(source="a = 1")
 await insert(source="b = 2")
 """)

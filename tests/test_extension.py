@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from agentik_jupyter.kernel.extension import transform
-from agentik_jupyter.kernel.turn_options import OptionsError, parse_options
+from agentik_jupyter.errors import OptionsError
+from agentik_jupyter.kernel.turn_options import parse_options
 
 
 def test_loading_imports_nothing_heavy() -> None:

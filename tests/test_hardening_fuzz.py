@@ -23,7 +23,7 @@ from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator
 from agentik_jupyter.providers._read_ahead import read_ahead
 from agentik_jupyter.providers.anthropic import AnthropicAdapter, AnthropicStream
 from agentik_jupyter.providers.base import StreamDone
-from agentik_jupyter.providers.errors import ProviderError
+from agentik_jupyter.errors import ProviderError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter, OpenAIStream
 from agentik_jupyter.types import ToolParameter
 from agentik_jupyter.tools.validation import validate_arguments

@@ -26,11 +26,11 @@ pytestmark = pytest.mark.timeout(120)
 START_TURN = """
 import asyncio
 from agentik_jupyter.notebook.cells import ANCHOR, CellAnchor
-from agentik_jupyter.tools.context import make_context_tools
 from agentik_jupyter.notebook.requests import frontend
+from agentik_jupyter.notebook.tools import insert_cell_tool
 
 frontend._missing_until = 0.0
-insert = {t.name: t.execute for t in make_context_tools(get_ipython())}["insert_cell"]
+insert = insert_cell_tool(get_ipython()).execute
 
 async def turn():
     ANCHOR.set(CellAnchor(cell_id="asking"))

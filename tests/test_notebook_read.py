@@ -10,7 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from agentik_jupyter.notebook.document import NotebookReadError, image_size, load_saved
+from agentik_jupyter.errors import NotebookReadError
+from agentik_jupyter.notebook.document import image_size, load_saved
 from agentik_jupyter.notebook.reading import OVERVIEW_BUDGET_CHARS, cell_range, one_cell, overview
 from agentik_jupyter.testing import FakeLLMServer, Reply
 

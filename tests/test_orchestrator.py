@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from agentik_jupyter.core.orchestrator import MAX_ITERATIONS_MESSAGE, Orchestrator
-from agentik_jupyter.providers.errors import AuthenticationError
+from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step

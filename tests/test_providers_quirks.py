@@ -9,7 +9,7 @@ import pytest
 
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.providers.errors import StreamError
+from agentik_jupyter.errors import StreamError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ChatMessage
 

@@ -24,7 +24,7 @@ from agentik_jupyter.providers.base import (
     ToolCallStart,
 )
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.providers.errors import StreamError
+from agentik_jupyter.errors import StreamError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing import _wire as W
 from agentik_jupyter.types import ChatMessage

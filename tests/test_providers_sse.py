@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from agentik_jupyter.providers._sse import SSEDecoder
-from agentik_jupyter.providers.errors import MalformedResponseError
+from agentik_jupyter.errors import MalformedResponseError
 
 CORPUS = Path(__file__).parent / "data" / "conformance"
 STREAMS = sorted(

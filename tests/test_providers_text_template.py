@@ -18,7 +18,7 @@ from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator
 from agentik_jupyter.providers._read_ahead import merge
 from agentik_jupyter.providers._text_template import PROBE, TextTemplate
 from agentik_jupyter.providers.base import TextDelta
-from agentik_jupyter.providers.errors import MalformedResponseError
+from agentik_jupyter.errors import MalformedResponseError
 from agentik_jupyter.providers.openai_compatible import OpenAIStream
 
 CORPUS = Path(__file__).parent / "data" / "conformance"

@@ -7,7 +7,8 @@ from typing import Literal, Optional
 import pytest
 from pydantic import BaseModel
 
-from agentik_jupyter.tools.registry import DefinitionRegistry, DuplicateToolError, ToolRegistry, tool
+from agentik_jupyter.tools.registry import DefinitionRegistry, ToolRegistry, tool
+from agentik_jupyter.errors import DuplicateToolError
 from agentik_jupyter.types import ToolDefinition, ToolParameter
 
 

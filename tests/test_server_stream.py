@@ -169,7 +169,7 @@ async def test_server_transport_streams_deltas_and_stops(server: RunningServer, 
 
 
 async def test_server_transport_reports_provider_errors(server: RunningServer, llm: FakeLLMServer) -> None:
-    from agentik_jupyter.providers.errors import ProviderError
+    from agentik_jupyter.errors import ProviderError
     from agentik_jupyter.core.transport import ServerTransport
     from agentik_jupyter.types import ChatMessage
 
@@ -186,7 +186,7 @@ async def test_server_transport_reports_provider_errors(server: RunningServer, l
 def test_no_server_says_so_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from agentik_jupyter.providers.errors import ConfigurationError
+    from agentik_jupyter.errors import ConfigurationError
     from agentik_jupyter.core.transport import default_transport
     from agentik_jupyter.types import ChatMessage
 

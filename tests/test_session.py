@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.providers.errors import RateLimitError
+from agentik_jupyter.errors import RateLimitError
 from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step

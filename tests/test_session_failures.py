@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.providers.errors import ServerError
+from agentik_jupyter.errors import ServerError
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step

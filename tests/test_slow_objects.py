@@ -21,7 +21,8 @@ from traitlets.config import Config
 
 from agentik_jupyter.tools import context as context_tools
 from agentik_jupyter.tools.context import make_context_tools, summarize_variables, variables_of
-from agentik_jupyter.tools.time_budget import ReadTimeout, call_with_budget
+from agentik_jupyter.errors import ReadTimeout
+from agentik_jupyter.tools.time_budget import call_with_budget
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from .kernel_support import RawKernel, kernel_env, wait_for

@@ -20,7 +20,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from agentik_jupyter.tools.context import make_context_tools, register_context_tools
-from agentik_jupyter.tools.execution import CodeExecutionError, run_in_shell
+from agentik_jupyter.errors import CodeExecutionError
+from agentik_jupyter.tools.execution import run_in_shell
 from agentik_jupyter.core.orchestrator import Orchestrator
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, run_tool, tool
 from agentik_jupyter.core.store import AgentStore, ChatStore

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agentik_jupyter.providers.errors import AuthenticationError
+from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, holds_loop
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step

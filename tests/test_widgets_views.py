@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from agentik_jupyter.providers.errors import AuthenticationError
+from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step

@@ -37,7 +37,7 @@ class KernelAgent:
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
-        register_notebook_tools(self.registry, lambda: self.location.notebook_path,
+        register_notebook_tools(self.registry, shell, lambda: self.location.notebook_path,
                                 approve=lambda call, definition: self.gate(call, definition))
         self.instructions = finder_for(self.location.notebook_path)
         self.db: AsyncSessionDB | None = None

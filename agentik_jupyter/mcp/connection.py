@@ -229,7 +229,7 @@ class ServerConnection:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.types import Implementation
 
-        from agentik_jupyter import __version__
+        from agentik_jupyter._version import __version__
 
         config = self.config
         transport: Any = self.target

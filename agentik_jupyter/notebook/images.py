@@ -2,32 +2,18 @@
 
 `read_notebook` summarises an image as "image/png 640×480"; with `images=True` (the default
 when it reads one cell in full) the images of the cells read go to the model as image content,
-and `get_cell_history(images=True)` does the same for the figures its `Out[n]` values show. They
-take the same path as run_code's plots (vision.py): fitted to the pixel and byte budget, at most
-MAX_IMAGES_PER_RESULT per result, and with `LLM_VISION=0` a text line instead (the figure's
-description when the kernel still has the figure object). The tool card shows the first one.
+through tools/images.py (as `get_cell_history(images=True)` sends the figures its `Out[n]` show).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from agentik_jupyter.types import ImagePart, ToolOutput
-from agentik_jupyter.tools.vision import MAX_IMAGES_PER_RESULT, RASTER_TYPES, fit_image, vision_enabled
+from agentik_jupyter.tools.images import FoundImage
+from agentik_jupyter.tools.vision import RASTER_TYPES
 from agentik_jupyter.notebook.document import Cell, _joined
 
 NOTE_CHARS = 200
-
-
-@dataclass
-class FoundImage:
-    """One image and where it came from; `note` is what a model without vision gets instead."""
-
-    where: str
-    mime: str
-    data: str
-    note: str = ""
 
 
 def _note(data: Mapping[str, Any]) -> str:
@@ -50,37 +36,3 @@ def output_images(cells: Iterable[Cell]) -> tuple[list[FoundImage], int]:
             elif "image/svg+xml" in data:
                 vector += 1
     return found, vector
-
-
-def with_images(text: str, found: list[FoundImage], vector: int = 0,
-                environ: Mapping[str, str] | None = None, more_hint: str = "") -> ToolOutput:
-    """`text` plus a line per image saying whether it was sent; the fitted images for the model and the card."""
-    if not found and not vector:
-        return ToolOutput(text=text, display={"text/plain": text})
-    vision = vision_enabled(environ)
-    shown = found[:MAX_IMAGES_PER_RESULT]
-    sent: list[ImagePart] = []
-    card: ImagePart | None = None
-    lines = []
-    for i, image in enumerate(shown, 1):
-        part = fit_image(image.data)
-        card = card or part
-        size = f" {part.width}×{part.height}" if part is not None and part.width else ""
-        note = f": {image.note}" if image.note else ""
-        if not vision:
-            lines.append(f"[{i}] {image.where}, {image.mime}: not sent (LLM_VISION=0, no vision){note}")
-        elif part is None:
-            lines.append(f"[{i}] {image.where}, {image.mime}: could not be fitted to the image budget, not sent")
-        else:
-            sent.append(part)
-            lines.append(f"[{i}] {image.where}: sent as image {len(sent)} ({part.mime}{size}){note}")
-    if len(found) > len(shown):
-        lines.append(f"{len(found) - len(shown)} more image(s) not sent (at most {MAX_IMAGES_PER_RESULT} per result)"
-                     + (f": {more_hint}" if more_hint else ""))
-    if vector:
-        lines.append(f"{vector} vector image(s) (image/svg+xml) not sent")
-    full = text + "\n\nImages in these outputs:\n" + "\n".join(lines)
-    display: dict[str, Any] = {"text/plain": full}
-    if card is not None:
-        display[card.mime] = card.data
-    return ToolOutput(text=full, display=display, images=sent or None)

@@ -1,4 +1,4 @@
-"""The notebook tools: `read_notebook` (auto policy: it only reads), `edit_cell`, `delete_cell`, `run_cells`.
+"""The notebook tools: `insert_cell` and `read_notebook` (auto: a proposal, a read), `edit_cell`, `delete_cell`, `run_cells`.
 
 The live document in the editor is the source of truth when the notebook extension
 answers; otherwise the saved `.ipynb`, which the text marks as possibly stale. Edits
@@ -13,14 +13,16 @@ import asyncio
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.notebook.cells import propose_cell
+from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
 from agentik_jupyter.notebook.document import NotebookDoc, cells_from_json, load_saved
 from agentik_jupyter.errors import NotebookReadError
 from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
 from agentik_jupyter.errors import NoFrontend
 from agentik_jupyter.notebook.requests import frontend
-from agentik_jupyter.notebook.images import output_images, with_images
+from agentik_jupyter.notebook.images import output_images
+from agentik_jupyter.tools.images import with_images
 from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
 from agentik_jupyter.notebook.rerun import dependents, rerun_report
 
@@ -66,6 +68,20 @@ async def _run_cells(cell_ids: list[str]) -> str:
     if reply.get("status") != "ok":
         raise RuntimeError(f"the notebook could not run the cells: {reply.get('message', reply.get('status'))}")
     return rerun_report(reply, cell_ids)
+
+
+def insert_cell_tool(shell: Any) -> ToolDefinition:
+    """`insert_cell` bound to `shell`: a proposed cell below the asking one, which the user runs themselves."""
+
+    async def insert_cell(source: str) -> ToolOutput:
+        """Propose a new code cell below the current one for the user to review and run themselves.
+
+        Args:
+            source: the code of the new cell
+        """
+        return await propose_cell(shell, source)
+
+    return definition_from_function(insert_cell, policy="auto", source="builtin")  # a proposal: nothing runs
 
 
 def make_notebook_tools(
@@ -172,12 +188,9 @@ def make_notebook_tools(
     return tools + rerun_tool
 
 
-def register_notebook_tools(registry: ToolRegistry, notebook_path: NotebookPath, approve: Approve | None = None) -> None:
-    """Add the notebook tools, keeping a policy the user changed and a user tool of the same name."""
-    for definition in make_notebook_tools(notebook_path, approve, registry):
-        existing: Any = registry.get(definition.name)
-        if existing is not None and existing.source != "builtin":
-            continue
-        if existing is not None:
-            definition.policy = existing.policy
-        registry.add(definition, replace=True)
+def register_notebook_tools(
+    registry: ToolRegistry, shell: Any, notebook_path: NotebookPath, approve: Approve | None = None
+) -> None:
+    """Add insert_cell and the notebook tools, keeping a policy the user changed and a user tool of the same name."""
+    for definition in [insert_cell_tool(shell), *make_notebook_tools(notebook_path, approve, registry)]:
+        add_builtin(registry, definition)

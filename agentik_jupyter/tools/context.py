@@ -1,4 +1,4 @@
-"""The tools that let the model look at the notebook: variables, frames, history, code.
+"""The tools that let the model look at the kernel: variables, frames, the cells run, and run_code.
 
 `make_context_tools(shell)` builds them for one IPython shell;
 `register_context_tools(registry, shell)` puts them in the kernel's registry.
@@ -19,11 +19,10 @@ import weakref
 from typing import Any
 
 from agentik_jupyter.engines.limits import describe_budget_s
-from agentik_jupyter.notebook.images import FoundImage, with_images
-from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
+from agentik_jupyter.tools.images import FoundImage, with_images
+from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolDefinition, ToolOutput, VariableSummary
 from agentik_jupyter.tools.vision import as_figure, describe_figure, figure_png
-from agentik_jupyter.notebook.cells import propose_cell
 from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
 from agentik_jupyter.errors import CodeExecutionError
 from agentik_jupyter.tools.execution import run_in_shell
@@ -237,18 +236,10 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         """
         return await run_in_shell(shell, code)
 
-    async def insert_cell(source: str) -> ToolOutput:
-        """Propose a new code cell below the current one for the user to review and run themselves.
-
-        Args:
-            source: the code of the new cell
-        """
-        return await propose_cell(shell, source)
-
-    plain = [list_variables, inspect_variable, describe_dataframe, get_cell_history, insert_cell]
-    tools = [definition_from_function(fn, policy="auto", source="builtin") for fn in plain]  # reads and proposals
+    plain = [list_variables, inspect_variable, describe_dataframe, get_cell_history]
+    tools = [definition_from_function(fn, policy="auto", source="builtin") for fn in plain]  # reads
     tools[0].quick = True  # list_variables reads names and types, like the prompt's variable list
-    tools.insert(4, definition_from_function(run_code, policy="ask", source="builtin"))
+    tools.append(definition_from_function(run_code, policy="ask", source="builtin"))
     return tools
 
 
@@ -258,12 +249,5 @@ def register_context_tools(registry: ToolRegistry, shell: Any) -> list[ToolDefin
     A policy the user changed survives the re-add; a user's own tool of the same
     name wins over the built-in one. Returns the tools actually registered.
     """
-    added: list[ToolDefinition] = []
-    for definition in make_context_tools(shell):
-        existing = registry.get(definition.name)
-        if existing is not None and existing.source != "builtin":
-            continue
-        if existing is not None:
-            definition.policy = existing.policy
-        added.append(registry.add(definition, replace=True))
-    return added
+    added = (add_builtin(registry, definition) for definition in make_context_tools(shell))
+    return [definition for definition in added if definition is not None]

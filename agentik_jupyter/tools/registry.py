@@ -319,3 +319,16 @@ def tool(
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def add_builtin(registry: ToolRegistry, definition: ToolDefinition) -> ToolDefinition | None:
+    """Add (or re-add, e.g. on %reload_ext) a built-in tool; None when the user's own tool has its name.
+
+    A policy the user changed survives the re-add; a user's tool of the same name wins over ours.
+    """
+    existing = registry.get(definition.name)
+    if existing is not None and existing.source != "builtin":
+        return None
+    if existing is not None:
+        definition.policy = existing.policy
+    return registry.add(definition, replace=True)

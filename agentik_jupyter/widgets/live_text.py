@@ -21,7 +21,7 @@ from typing import Any
 from ipywidgets import DOMWidget
 from traitlets import Unicode
 
-from agentik_jupyter import __version__
+from agentik_jupyter._version import __version__
 from agentik_jupyter.widgets.lean import Lean
 
 MODULE = "agentik-jupyter"

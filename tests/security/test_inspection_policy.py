@@ -18,7 +18,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from agentik_jupyter.tools.context import make_context_tools
-from agentik_jupyter.tools.inspection_policy import InspectionRefused
+from agentik_jupyter.errors import InspectionRefused
 
 MARKER_NAME = "AGENTIK_POLICY_TEST_SECRET"
 MARKER_VALUE = "policy-marker-5d1e9b"

@@ -20,9 +20,10 @@ from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.core.chat_route import ChatRouteError, handle
+from agentik_jupyter.errors import ChatRouteError
+from agentik_jupyter.core.chat_route import handle
 from agentik_jupyter.providers.config import load_config
-from agentik_jupyter.providers.errors import ConfigurationError
+from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.security.scrub import install_log_filter, scrub
 from agentik_jupyter.testing import FakeLLMServer, Reply
 

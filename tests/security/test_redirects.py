@@ -6,7 +6,7 @@ import pytest
 
 from agentik_jupyter.providers.base import ChatParams, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.providers.errors import RedirectError
+from agentik_jupyter.errors import RedirectError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
 from agentik_jupyter.types import ChatMessage
