@@ -20,7 +20,7 @@ from .kernel_turns import AGENT_CELL, SETUP, _reply, _tool_reply
 
 PROFILE_CELL = """\
 import cProfile, io, pstats
-from agentik_jupyter.kernel.magics import run_cell_turn
+from agentik_jupyter.kernel.turns import run_cell_turn
 __profile = cProfile.Profile()
 __profile.enable()
 for _ in range({turns}):
@@ -91,7 +91,7 @@ STAGES_CELL = TIMED + """\
 import time, json
 from agentik_jupyter.core import chat_route as chat
 from agentik_jupyter.kernel.agent import get_agent
-from agentik_jupyter.kernel.magics import run_cell_turn
+from agentik_jupyter.kernel.turns import run_cell_turn
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.core.transport import default_transport

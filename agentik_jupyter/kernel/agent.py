@@ -164,7 +164,7 @@ class KernelAgent:
 
     async def ensure_mcp(self) -> None:
         """Start the trusted MCP servers on the first turn, or show the trust card (kernel/mcp_commands.py)."""
-        from agentik_jupyter.kernel.commands.mcp import ensure_mcp
+        from agentik_jupyter.kernel.mcp_servers import ensure_mcp
 
         await ensure_mcp(self)
 

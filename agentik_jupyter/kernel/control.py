@@ -62,7 +62,7 @@ async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    from agentik_jupyter.notebook.fix import fix_command
+    from agentik_jupyter.kernel.commands.fix import fix_command
     from agentik_jupyter.kernel.agent import get_agent
 
     cell_id = data.get("cell_id")

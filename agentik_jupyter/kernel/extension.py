@@ -13,7 +13,7 @@ from typing import Any
 
 from agentik_jupyter.notebook import fix as failures
 from agentik_jupyter.kernel import control
-from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics, run_cell_turn
+from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics
 
 _CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
 _LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")
@@ -64,7 +64,10 @@ def load(ipython: Any) -> None:
     install_log_filter()
     ipython.register_magics(AgentMagics)
 
+    # The helpers import the turn and the commands when called: %load_ext stays cheap.
     async def cell_helper(line: str, body: str) -> None:
+        from agentik_jupyter.kernel.turns import run_cell_turn
+
         await run_cell_turn(ipython, line, body)
 
     async def line_helper(rest: str) -> None:

@@ -1,4 +1,4 @@
-"""`%agent fix`: a turn that starts from the cell that failed, with what it takes to fix it.
+"""A failed cell as a fix prompt: what failed, where, with which variables (the turn: kernel/commands/fix.py).
 
 The kernel saw the failure as it happened, so it records the cell's id (from
 JupyterLab's execute request), its source, the exception and a bounded traceback in a
@@ -19,7 +19,6 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from agentik_jupyter.notebook.attachments import hold
 
 TRACEBACK_CHARS = 3_000
 QUESTION_ERROR_CHARS = 200
@@ -162,31 +161,3 @@ def fix_prompt(failure: Failure, user_ns: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-async def fix_command(agent: Any, args: list[str]) -> None:
-    """`%agent fix [CELL_ID]`: a turn in this cell that fixes the last failure (or that cell's)."""
-    shell = agent.shell
-    failure = install(shell).last
-    if args and (failure is None or failure.cell_id != args[0]):
-        from agentik_jupyter.notebook.tools import load_notebook
-
-        doc = await load_notebook(lambda: agent.location.notebook_path)
-        found = doc.find(args[0])
-        failure = failure_from_cell(found[1]) if found is not None else None
-        if failure is None:
-            print(f"agentik: cell {args[0]} shows no error to fix.")
-            return
-    if failure is None:
-        print("agentik: no cell has failed since the extension was loaded: "
-              "run the failing cell again, or name it with %agent fix CELL_ID.")
-        return
-    from agentik_jupyter.kernel.magics import run_cell_turn, start_cell_turn
-    from agentik_jupyter.kernel.turn_options import parse_options
-
-    from agentik_jupyter.security.scrub import scrub
-
-    question = scrub(fix_question(failure))  # the key the session's expander finds the details by
-    hold(shell, question, f"{HEADER}\n\n{fix_prompt(failure, shell.user_ns)}")
-    if parse_options("").wait:
-        await run_cell_turn(shell, "", question)
-    else:
-        start_cell_turn(shell, parse_options(""), question)

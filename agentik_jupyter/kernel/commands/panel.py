@@ -1,0 +1,17 @@
+"""`%agent panel`: the chat panel of the current session, in this cell's output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+async def panel_command(agent: Any, args: list[str]) -> None:
+    from IPython.display import display
+
+    from agentik_jupyter.widgets import ChatPanel
+
+    session = agent.session_for()
+    await agent.prepare(session)
+    panel = ChatPanel(session)
+    session.approval_presenter = panel.present_approval
+    display(panel)

@@ -1,0 +1,119 @@
+"""`%agent status|sessions|resume|new|rename|delete|stop`: the session and its turns."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+async def status_command(agent: Any, args: list[str]) -> None:
+    from agentik_jupyter.providers.config import load_config
+    from agentik_jupyter.errors import ConfigurationError
+    from agentik_jupyter.security.scrub import scrub
+
+    try:
+        config = load_config()
+        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.shown_url)}")
+    except ConfigurationError as exc:
+        print(f"provider: not configured ({exc.message})")
+    session = agent.session
+    if session is not None and session.conversation_id:
+        print(f"session:  {session.conversation_id} {session.title or ''}".rstrip())
+    elif session is not None and session.temporary:
+        print("session:  temporary (not saved)")
+    else:
+        print("session:  none yet (the next %%agent cell starts one)")
+    print(agent.location.describe())
+    found = agent.instructions.current()
+    if found is not None:
+        print(found.describe())
+    if session is not None and session.busy:
+        print(f"status:   {session.agent_store.status} (a turn is running; %agent stop stops it)")
+
+
+async def sessions_command(agent: Any, args: list[str]) -> None:
+    db = await agent.open_db()
+    rows = await db.list_conversations()
+    if not rows:
+        print(f"No sessions yet in {db.path}.")
+        return
+    current = agent.session.conversation_id if agent.session else None
+    print(f"{'':2}{'id':<22} {'updated':<16} {'msgs':>4}  title")
+    for info in rows:
+        mark = "* " if info.id == current else "  "
+        print(f"{mark}{info.id:<22} {_when(info.updated_at):<16} {info.message_count:>4}  {info.title or ''}")
+
+
+async def resume_command(agent: Any, args: list[str]) -> None:
+    if args and not is_session_id(args[0]):
+        print(f"Not resumed: {InvalidSessionIdError(args[0])}.")
+        return
+    session = agent.session_for()
+    await agent.prepare(session)
+    wanted = await _full_id(session.db, args[0]) if args else None
+    if args and wanted is None:
+        print(f"No session {args[0]!r}; see %agent sessions.")
+        return
+    info = await session.resume(wanted)
+    if info is None:
+        print("No session to resume; the next %%agent cell starts one.")
+        return
+    print(f"Resumed {info.id} {info.title or ''} ({info.message_count} messages).")
+
+
+async def _full_id(db: Any, prefix: str) -> str | None:
+    """An exact id, or the one session whose id starts with `prefix`."""
+    matches = [c.id for c in await db.list_conversations(limit=1000) if c.id.startswith(prefix)]
+    if prefix in matches:
+        return prefix
+    return matches[0] if len(matches) == 1 else None
+
+
+async def new_command(agent: Any, args: list[str]) -> None:
+    session = agent.session_for()
+    await agent.prepare(session, new=True)
+    print("New session: the next %%agent cell starts it.")
+
+
+async def rename_command(agent: Any, args: list[str]) -> None:
+    session = agent.session
+    if session is None or not session.conversation_id or session.db is None:
+        print("No current session to rename.")
+        return
+    title = " ".join(args).strip() or None
+    info = await session.db.rename_conversation(session.conversation_id, title)
+    session.title = info.title
+    print(f"Renamed {info.id} to {info.title!r}.")
+
+
+async def delete_command(agent: Any, args: list[str]) -> None:
+    if not args:
+        print("Usage: %agent delete ID")
+        return
+    db = await agent.open_db()
+    wanted = await _full_id(db, args[0])
+    if wanted is not None and await db.delete_conversation(wanted):
+        if agent.session is not None and agent.session.conversation_id == wanted:
+            agent.session.new_conversation()
+        print(f"Deleted session {wanted}.")
+    else:
+        print(f"No session {args[0]!r} (or the prefix matches several); see %agent sessions.")
+
+
+async def stop_command(agent: Any, args: list[str]) -> None:
+    session = agent.session
+    if session is None:
+        print("Nothing is running.")
+    elif args == ["--all"]:
+        count = session.stop_all()
+        print(f"Stopped {count} turn(s)." if count else "Nothing is running.")
+    else:
+        stopped = session.stop()
+        queued = f" {session.queued} queued turn(s) follow; %agent stop --all stops them." if session.queued else ""
+        print(("Stopped." if stopped else "Nothing is running.") + queued)

@@ -1,0 +1,24 @@
+"""`%agent config`: the LLM_* and AGENTIK_* settings, the key only as set or not set."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+SETTINGS = [
+    "LLM_PROVIDER", "LLM_MODEL", "LLM_BASE_URL", "LLM_STREAM_USAGE", "AGENTIK_SYSTEM_PROMPT",
+    "AGENTIK_WAIT", "AGENTIK_APPROVE", "AGENTIK_APPROVAL_TIMEOUT", "AGENTIK_DB_PATH",
+    "AGENTIK_CONTEXT_TOKENS", "AGENTIK_MCP_CONFIG", "AGENTIK_TRANSPORT",
+]
+
+
+async def config_command(agent: Any, args: list[str]) -> None:
+    from agentik_jupyter.security.scrub import scrub
+    from agentik_jupyter.security.urls import redact_urls
+
+    key = "set" if os.environ.get("LLM_API_KEY") else "not set"
+    print(f"{'LLM_API_KEY':<26} {key}")
+    for name in SETTINGS:
+        value = os.environ.get(name)
+        print(f"{name:<26} {scrub(redact_urls(value)) if value is not None else '-'}")

@@ -1,0 +1,37 @@
+"""`%agent tools|policy`: the tools the model can call, and their approval policies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+async def tools_command(agent: Any, args: list[str]) -> None:
+    from agentik_jupyter.kernel.tools_table import show_tools
+
+    await agent.ensure_mcp()
+    show_tools(agent.registry, agent.gate)  # a table that wraps between words, with the aligned text beside it
+    if agent.mcp is not None:
+        for status in agent.mcp.statuses():
+            print(f"MCP {status.describe()}")
+
+
+async def policy_command(agent: Any, args: list[str]) -> None:
+    if not args:
+        allowed = sorted(agent.gate.always)
+        print("Allowed always in this conversation: " + (", ".join(allowed) if allowed else "none"))
+        return
+    if args == ["--reset"]:
+        agent.gate.forget()
+        print("Every tool whose policy is ask asks again.")
+        return
+    if len(args) != 2 or args[1] not in {"auto", "ask", "deny"}:
+        print("Usage: %agent policy [TOOL auto|ask|deny | --reset]")
+        return
+    try:
+        agent.registry.set_policy(args[0], args[1])
+    except KeyError as exc:
+        print(f"agentik: {exc.args[0]}")
+        return
+    if args[1] == "ask":
+        agent.gate.forget(args[0])
+    print(f"{args[0]}: {args[1]}")

@@ -1,0 +1,73 @@
+"""A cell's turn: show its view in the cell's output and queue the turn, or await it (`--wait`).
+
+When the turn ends, the static transcript (text, HTML and the agentik JSON) is left in the cell:
+with `--wait` as a new output while the cell still runs (what nbclient and nbval record; nbval
+ignores display updates); in the background form by replacing the live view in place through its
+display id, so the frontend saves the transcript with the notebook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options
+from agentik_jupyter.errors import OptionsError
+from agentik_jupyter.notebook.cells import CellAnchor, anchored, asking_cell_id
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.widgets import TurnView
+from agentik_jupyter.widgets.publish import display_now, update_now
+
+
+def _display(obj: Any) -> Any:
+    """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
+    return display_now(obj, display_id=True)
+
+
+def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
+    """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
+    text = scrub(text.rstrip())  # the view shows what the session sends
+    agent = get_agent(shell)
+    session = agent.session_for(temporary=opts.temp, new=opts.new)
+    if opts.wait:  # the cell runs until the end: the view shows itself once its answer is requested
+        view = TurnView(session, text, wait=True, show=_display)
+    else:  # the cell returns now: the view must be in its output before it does
+        handle: Any = None
+        view = TurnView(session, text, wait=True, display=lambda bundle: update_now(handle, bundle))
+        handle = _display(view)
+    anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
+
+    def on_start() -> None:
+        session.approval_presenter = view.present_approval
+        view.attach()
+
+    with anchored(anchor):  # insert_cell proposals go below this cell (the task copies the context)
+        task = session.start_turn(
+            text,
+            model=opts.model,
+            prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
+            on_start=on_start,
+            cell_id=anchor.cell_id,
+        )
+    view.track(task)
+    if not opts.wait:
+        task.add_done_callback(lambda _: view.finish())
+    return view, task
+
+
+async def run_cell_turn(shell: Any, line: str, text: str) -> None:
+    """The `--wait` form: the cell awaits its turn, then leaves the transcript in its output."""
+    try:
+        opts = parse_options(line)
+    except OptionsError as exc:
+        print(f"agentik: {exc}")
+        return
+    view, task = start_cell_turn(shell, opts, text)
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError:
+        # Jupyter's Interrupt cancels the awaiting cell: it stops this turn (Interrupt = Stop).
+        view.session.cancel(task)
+        await asyncio.wait([task])
+    view.finish()
