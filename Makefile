@@ -11,7 +11,7 @@ LABEXT_LINK := $(VENV)/share/jupyter/labextensions/agentik-jupyter
 LABEXT_SOURCES := $(wildcard labextension/src/*.ts labextension/style/*) labextension/package.json \
 	labextension/package-lock.json labextension/tsconfig.json scripts/build-labextension.sh
 
-.PHONY: lab test test-fast test-install dist bench clean
+.PHONY: lab test test-fast test-install lint typecheck dist bench clean
 
 # The editable install skips the wheel's build hook (SKIP_JUPYTER_BUILDER): $(LABEXT) builds the
 # extension and links it into the venv, and only when its sources changed.
@@ -42,6 +42,11 @@ test-fast: $(LABEXT)
 test-install: $(STAMP)
 	bash scripts/ensure-chromium.sh
 	$(PY) -m pytest -m install
+
+# ruff: the formatter's check and the linter (pyproject.toml [tool.ruff]); .ci/run runs it before the tests
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 
 dist: $(LABEXT)
 	rm -rf dist

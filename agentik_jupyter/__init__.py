@@ -39,16 +39,16 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from agentik_jupyter.notebook import page as frontend
     from agentik_jupyter.kernel.extension import load
+    from agentik_jupyter.notebook import page as frontend
 
     load(ipython)
     frontend.hello()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from agentik_jupyter.notebook import page as frontend
     from agentik_jupyter.kernel.extension import unload
+    from agentik_jupyter.notebook import page as frontend
 
     unload(ipython)
     frontend.forget()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Annotated, Any, Awaitable, Callable, Literal, Union
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -196,7 +197,7 @@ class End(_Model):
 
 
 Event = Annotated[
-    Union[StartReasoning, StartResponse, AppendText, ToolCallEvent, ToolResultEvent, ErrorEvent, End],
+    StartReasoning | StartResponse | AppendText | ToolCallEvent | ToolResultEvent | ErrorEvent | End,
     Field(discriminator="type"),
 ]
 
@@ -245,7 +246,7 @@ class ErrorRecord(_Model):
 
 
 PersistedMessage = Annotated[
-    Union[UserMessage, AssistantMessage, ToolCallRecord, ToolResultRecord, ErrorRecord],
+    UserMessage | AssistantMessage | ToolCallRecord | ToolResultRecord | ErrorRecord,
     Field(discriminator="kind"),
 ]
 

@@ -7,7 +7,11 @@ from typing import Any
 BOUNDS: list[tuple[str, float, str]] = [
     ("kernel_turns.plain.ratio", 1.5, "%%agent --wait turn / raw httpx2 read of the same stream, same kernel"),
     ("kernel_turns.tool_call.ratio", 1.6, "the same with one tool call (2 model requests)"),
-    ("kernel_turns.plain.bytes_per_answer_byte", 5.0, "bytes to the frontend per byte of the answer (a turn with its live view)"),
+    (
+        "kernel_turns.plain.bytes_per_answer_byte",
+        5.0,
+        "bytes to the frontend per byte of the answer (a turn with its live view)",
+    ),
     ("kernel_turns.tool_call.bytes_per_answer_byte", 5.0, "the same with one tool call"),
     ("kernel_turns.plain.comm_open", 8, "widgets opened per turn (a turn with its live view)"),
     ("kernel_turns.tool_call.comm_open", 8, "widgets opened per turn with one tool call"),
@@ -31,8 +35,11 @@ BOUNDS: list[tuple[str, float, str]] = [
     ("describe_200m_duckdb.over_budget_s", 1.0, "DuckDB: seconds past the budget"),
     ("describe_200m_polars.over_budget_s", 1.0, "Polars: seconds past the budget"),
     ("describe_200m_spark.over_budget_s", 1.0, "Spark: seconds past the budget"),
-    ("describe_dask_timeseries.rss_settled_mb", 300,
-     "kernel memory kept after describing dask.datasets.timeseries, 85 partitions of ~400 MB each (MB, #21)"),
+    (
+        "describe_dask_timeseries.rss_settled_mb",
+        300,
+        "kernel memory kept after describing dask.datasets.timeseries, 85 partitions of ~400 MB each (MB, #21)",
+    ),
 ]
 """(dotted path into the results, the most the figure may be, what it measures)."""
 

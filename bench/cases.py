@@ -5,16 +5,17 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import httpx2
 
-from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.session import Session
-from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.core.transport import InProcessTransport
+from agentik_jupyter.persistence import AsyncSessionDB
+from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.tools.registry import ToolRegistry
 
 from .engines import ENGINE_BENCHMARKS
 from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
@@ -31,7 +32,8 @@ async def _raw_stream(server: FakeLLMServer) -> float:
     started = time.perf_counter()
     async with httpx2.AsyncClient() as client:
         async with client.stream(
-            "POST", f"{server.base_url}/chat/completions",
+            "POST",
+            f"{server.base_url}/chat/completions",
             json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}]},
             headers={"Authorization": "Bearer k"},
         ) as response:
@@ -68,8 +70,12 @@ async def turn_vs_raw_httpx() -> dict[str, Any]:
     with FakeLLMServer() as server:
         raw = await _median(lambda: _raw_stream(server))
         ours = await _median(lambda: _our_turn(server, None))
-    return {"ratio": round(ours / raw, 2), "ours_s": round(ours, 4), "raw_httpx2_s": round(raw, 4),
-            "answer_words": 2000}
+    return {
+        "ratio": round(ours / raw, 2),
+        "ours_s": round(ours, 4),
+        "raw_httpx2_s": round(raw, 4),
+        "answer_words": 2000,
+    }
 
 
 async def persisted_vs_temporary_turn() -> dict[str, Any]:
@@ -104,8 +110,14 @@ def describe_big_vs_small_frame() -> dict[str, Any]:
     timed("small")
     small = min(timed("small") for _ in range(3))
     big = min(timed("big") for _ in range(3))
-    return {"ratio": round(big[0] / small[0], 2), "big_s": round(big[0], 4), "small_s": round(small[0], 4),
-            "text_ratio": round(big[1] / small[1], 2), "big_chars": big[1], "small_chars": small[1]}
+    return {
+        "ratio": round(big[0] / small[0], 2),
+        "big_s": round(big[0], 4),
+        "small_s": round(small[0], 4),
+        "text_ratio": round(big[1] / small[1], 2),
+        "big_chars": big[1],
+        "small_chars": small[1],
+    }
 
 
 async def widget_bytes_per_answer() -> dict[str, Any]:
@@ -121,8 +133,9 @@ async def widget_bytes_per_answer() -> dict[str, Any]:
     sent = 0
 
     class Counting(BaseComm):
-        def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
-                        buffers: Any = None, **keys: Any) -> None:
+        def publish_msg(
+            self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+        ) -> None:
             nonlocal sent
             sent += len(json.dumps(data or {}, default=str).encode()) + sum(len(b) for b in buffers or [])
 

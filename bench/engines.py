@@ -12,7 +12,8 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ROWS = 200_000_000
 
@@ -41,10 +42,17 @@ def _measure(name: str, value: Any, rows: int = ROWS) -> dict[str, Any]:
     budget = describe_budget_s()
     at_answer = _rss_mb() - before
     del shell.user_ns[name]
-    return {"ratio": round(seconds / budget, 2), "describe_s": round(seconds, 2), "budget_s": budget,
-            "over_budget_s": round(max(0.0, seconds - budget), 2),
-            "rss_growth_mb": round(at_answer, 1), "rss_settled_mb": round(_settled_rss_mb() - before, 1),
-            "rows": rows, "chars": len(text), "statistics": text.splitlines()[2][:160]}
+    return {
+        "ratio": round(seconds / budget, 2),
+        "describe_s": round(seconds, 2),
+        "budget_s": budget,
+        "over_budget_s": round(max(0.0, seconds - budget), 2),
+        "rss_growth_mb": round(at_answer, 1),
+        "rss_settled_mb": round(_settled_rss_mb() - before, 1),
+        "rows": rows,
+        "chars": len(text),
+        "statistics": text.splitlines()[2][:160],
+    }
 
 
 def _settled_rss_mb(wait_s: float = 10.0) -> float:
@@ -104,8 +112,13 @@ def describe_200m_spark() -> dict[str, Any]:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    spark = (SparkSession.builder.master("local[1]").appName("agentik-bench").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("agentik-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         spark.range(10).count()  # the JVM's first job (class loading) is not the tool's cost

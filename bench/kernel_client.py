@@ -18,9 +18,10 @@ import queue
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from jupyter_client import KernelManager
 
@@ -53,8 +54,11 @@ class Cell:
     @property
     def widget_updates(self) -> int:
         """comm_msg `update`s: each re-sends the changed traits of one widget."""
-        return sum(1 for m in self.messages
-                   if m["msg_type"] == "comm_msg" and m["content"].get("data", {}).get("method") == "update")
+        return sum(
+            1
+            for m in self.messages
+            if m["msg_type"] == "comm_msg" and m["content"].get("data", {}).get("method") == "update"
+        )
 
     @property
     def bytes(self) -> int:
@@ -107,8 +111,13 @@ class BenchKernel:
     def send(self, code: str) -> str:
         return str(self.kc.execute(code, store_history=True))
 
-    def wait_idle(self, msg_id: str, started: float, timeout: float = CELL_S,
-                  on_message: Callable[[dict[str, Any]], None] | None = None) -> Cell:
+    def wait_idle(
+        self,
+        msg_id: str,
+        started: float,
+        timeout: float = CELL_S,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Cell:
         """Block on iopub until `msg_id` is idle; every message in between is kept."""
         deadline = started + timeout
         messages: list[dict[str, Any]] = []
@@ -154,11 +163,16 @@ class BenchKernel:
 
     def _answer_hello(self, msg: dict[str, Any]) -> None:
         """The extension's answer to the kernel's hello: a comm of the frontend's own, with its features."""
-        if self.frontend is None or msg["msg_type"] != "comm_open" or \
-                msg["content"].get("target_name") != "agentik.frontend":
+        if (
+            self.frontend is None
+            or msg["msg_type"] != "comm_open"
+            or msg["content"].get("target_name") != "agentik.frontend"
+        ):
             return
-        reply = self.kc.session.msg("comm_open", {"comm_id": uuid.uuid4().hex, "target_name": "agentik.frontend.reply",
-                                                  "data": dict(self.frontend)})
+        reply = self.kc.session.msg(
+            "comm_open",
+            {"comm_id": uuid.uuid4().hex, "target_name": "agentik.frontend.reply", "data": dict(self.frontend)},
+        )
         self.kc.shell_channel.send(reply)
 
     def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
@@ -193,6 +207,9 @@ def holds_answer_in_transcript(cell: Cell, answer: str) -> bool:
     """Whether the cell's last saved transcript keeps `answer` whole (in its JSON or its HTML)."""
     from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
 
-    bundles = [m["content"]["data"] for m in cell.messages
-               if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})]
+    bundles = [
+        m["content"]["data"]
+        for m in cell.messages
+        if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})
+    ]
     return bool(bundles) and holds_answer(bundles[-1], answer)

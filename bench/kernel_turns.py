@@ -29,8 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
@@ -74,13 +75,17 @@ AGENT_CELL = "%%agent --wait\nSummarise the sales data."
 
 def make_answer(chars: int = ANSWER_CHARS) -> str:
     """Markdown prose as a model writes it: paragraphs, a short list, some inline code."""
-    words = ("the sales frame has many rows and the `units` column grows with each region while "
-             "north and south stay balanced across the whole sample of one hundred rows").split()
+    words = (
+        "the sales frame has many rows and the `units` column grows with each region while "
+        "north and south stay balanced across the whole sample of one hundred rows"
+    ).split()
     blocks: list[str] = []
     i = 0
     while sum(len(b) + 2 for b in blocks) < chars:
         if len(blocks) % 5 == 3:
-            blocks.append("\n".join(f"- point {j}: {' '.join(words[(i + j) % 20:(i + j) % 20 + 5])}" for j in range(4)))
+            blocks.append(
+                "\n".join(f"- point {j}: {' '.join(words[(i + j) % 20 : (i + j) % 20 + 5])}" for j in range(4))
+            )
         else:
             blocks.append(" ".join(words[(i + k) % len(words)] for k in range(60)).capitalize() + ".")
         i += 7
@@ -150,12 +155,19 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
     raw_s, turn_s, fresh_s = _median(raw_times), _median([t.seconds for t in turns]), _median(fresh_times)
     decoded_s = _median(decoded_times)
     timed = _frontend(turns, len(ANSWER) // CHUNK)
-    return {"turn_s": round(turn_s, 4), "raw_httpx2_s": round(raw_s, 4), "ratio": round(turn_s / raw_s, 2),
-            "raw_httpx2_new_client_s": round(fresh_s, 4), "ratio_vs_new_client": round(turn_s / fresh_s, 2),
-            "decoded_read_s": round(decoded_s, 4), "decoded_read_vs_raw": round(decoded_s / raw_s, 2),
-            "ratio_vs_decoded_read": round(turn_s / decoded_s, 2),
-            "model_requests": requests, **_frontend(live, len(ANSWER) // CHUNK),
-            "timed_turns_frontend": {k: timed[k] for k in ("messages", "comm_open", "bytes", "bytes_per_answer_byte")}}
+    return {
+        "turn_s": round(turn_s, 4),
+        "raw_httpx2_s": round(raw_s, 4),
+        "ratio": round(turn_s / raw_s, 2),
+        "raw_httpx2_new_client_s": round(fresh_s, 4),
+        "ratio_vs_new_client": round(turn_s / fresh_s, 2),
+        "decoded_read_s": round(decoded_s, 4),
+        "decoded_read_vs_raw": round(decoded_s / raw_s, 2),
+        "ratio_vs_decoded_read": round(turn_s / decoded_s, 2),
+        "model_requests": requests,
+        **_frontend(live, len(ANSWER) // CHUNK),
+        "timed_turns_frontend": {k: timed[k] for k in ("messages", "comm_open", "bytes", "bytes_per_answer_byte")},
+    }
 
 
 def kernel_turns() -> dict[str, dict[str, Any]]:
@@ -178,13 +190,28 @@ def server_process(replies: list[dict[str, Any]]) -> Iterator[dict[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "replies.json"
         script.write_text(json.dumps(replies))
-        proc = subprocess.Popen([sys.executable, "-W", "ignore::RuntimeWarning", "-m", "agentik_jupyter.testing.fake_server", "--script", str(script)],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-W",
+                "ignore::RuntimeWarning",
+                "-m",
+                "agentik_jupyter.testing.fake_server",
+                "--script",
+                str(script),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert proc.stdout is not None
             base = proc.stdout.readline().strip().partition("=")[2]
-            yield {"LLM_PROVIDER": "openai-compatible", "LLM_MODEL": "fake-model", "LLM_API_KEY": "bench-key",
-                   "LLM_BASE_URL": base}
+            yield {
+                "LLM_PROVIDER": "openai-compatible",
+                "LLM_MODEL": "fake-model",
+                "LLM_API_KEY": "bench-key",
+                "LLM_BASE_URL": base,
+            }
         finally:
             proc.terminate()
             proc.wait(10)
@@ -207,16 +234,23 @@ def user_cell_latency() -> dict[str, Any]:
             streaming = True
             while streaming and len(busy) < 300:
                 busy.append(kernel.run("1+1").seconds)
-                streaming = bool(kernel.value(
-                    "__import__('agentik_jupyter.kernel.agent', fromlist=['get_agent'])"
-                    ".get_agent(get_ipython()).session.busy"))
+                streaming = bool(
+                    kernel.value(
+                        "__import__('agentik_jupyter.kernel.agent', fromlist=['get_agent'])"
+                        ".get_agent(get_ipython()).session.busy"
+                    )
+                )
             kernel.drain(0.5)
         finally:
             kernel.close()
     idle_s, busy_s = _median(idle), _median(busy)
-    return {"idle_s": round(idle_s, 4), "streaming_s": round(busy_s, 4),
-            "streaming_p90_s": round(sorted(busy)[int(len(busy) * 0.9)], 4),
-            "added_s": round(busy_s - idle_s, 4), "samples_while_streaming": len(busy)}
+    return {
+        "idle_s": round(idle_s, 4),
+        "streaming_s": round(busy_s, 4),
+        "streaming_p90_s": round(sorted(busy)[int(len(busy) * 0.9)], 4),
+        "added_s": round(busy_s - idle_s, 4),
+        "samples_while_streaming": len(busy),
+    }
 
 
 def stop_latency() -> dict[str, Any]:
@@ -231,9 +265,13 @@ def stop_latency() -> dict[str, Any]:
             for _ in range(5):
                 server.push(Reply.text(slow, chunks=len(slow) // CHUNK))
                 cell = kernel.run("%%agent\nCount slowly.")
-                buttons = [m["content"]["comm_id"] for m in cell.messages if m["msg_type"] == "comm_open"
-                           and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
-                           and m["content"]["data"]["state"].get("description") == "Stop"]
+                buttons = [
+                    m["content"]["comm_id"]
+                    for m in cell.messages
+                    if m["msg_type"] == "comm_open"
+                    and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
+                    and m["content"]["data"]["state"].get("description") == "Stop"
+                ]
                 kernel.drain(0.3)  # the answer is streaming
                 started = time.perf_counter()
                 kernel.send_comm(buttons[-1], {"method": "custom", "content": {"event": "click"}})
@@ -265,9 +303,14 @@ def resume_10k() -> dict[str, Any]:
                 answer = AssistantMessage(content=f"Answer {i}: " + "the column looks fine. " * 8)
                 turn = db.begin_turn(conversation.id, user)
                 db.append(conversation.id, turn, answer)
-                db.commit_turn(conversation.id, turn, [
-                    ChatMessage(id=user.id, role="user", content=user.content),
-                    ChatMessage(id=answer.id, role="assistant", content=answer.content)])
+                db.commit_turn(
+                    conversation.id,
+                    turn,
+                    [
+                        ChatMessage(id=user.id, role="user", content=user.content),
+                        ChatMessage(id=answer.id, role="assistant", content=answer.content),
+                    ],
+                )
         built_s = time.perf_counter() - started
         with FakeLLMServer() as server:
             kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_DB_PATH=str(path)))

@@ -100,9 +100,14 @@ def _run(kernel: BenchKernel, server: FakeLLMServer, code: str, *, agent: bool) 
         _checked(cell)
     streams = server.first_frame_at[streams_before:]
     first_words = first_text[0] - streams[-1] if first_text and streams else None
-    return PacedCell(cell.seconds, cpu_s, sum(message_bytes(m) for m in cell.messages
-                                              if m["msg_type"] not in PLUMBING),
-                     first_words, len(cell.messages), cell.widget_updates)
+    return PacedCell(
+        cell.seconds,
+        cpu_s,
+        sum(message_bytes(m) for m in cell.messages if m["msg_type"] not in PLUMBING),
+        first_words,
+        len(cell.messages),
+        cell.widget_updates,
+    )
 
 
 def _median(values: list[float]) -> float:
@@ -114,8 +119,10 @@ def _first_words(cells: list[PacedCell], name: str) -> dict[str, float | None]:
     firsts = [c.first_words_s for c in cells if c.first_words_s is not None]
     if not cells:
         return {}
-    return {f"{name}_s": round(_median(firsts), 4) if len(firsts) == len(cells) else None,
-            f"{name}_max_s": round(max(firsts), 4) if firsts else None}
+    return {
+        f"{name}_s": round(_median(firsts), 4) if len(firsts) == len(cells) else None,
+        f"{name}_max_s": round(max(firsts), 4) if firsts else None,
+    }
 
 
 def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool, at_once_too: bool = True) -> dict[str, Any]:
@@ -137,13 +144,19 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool, at_once_
     raw_cpu, turn_cpu = _median([c.cpu_s for c in raws]), _median([c.cpu_s for c in turns])
     answer_bytes = len(ANSWER.encode())
     return {
-        **_first_words(turns, "first_words"), **_first_words(at_once, "first_words_at_once"),
+        **_first_words(turns, "first_words"),
+        **_first_words(at_once, "first_words_at_once"),
         "bytes_per_answer_byte": round(_median([c.bytes for c in turns]) / answer_bytes, 2),
         "cpu_ratio": round(turn_cpu / raw_cpu, 2),
-        "turn_cpu_s": round(turn_cpu, 4), "raw_cpu_s": round(raw_cpu, 4),
-        "turn_s": round(_median([c.seconds for c in turns]), 3), "raw_s": round(_median([c.seconds for c in raws]), 3),
-        "messages": _median([c.messages for c in turns]), "widget_updates": _median([c.updates for c in turns]),
-        "model_requests": requests, "pace_hz": PACE_HZ, "think_s": THINK_S,
+        "turn_cpu_s": round(turn_cpu, 4),
+        "raw_cpu_s": round(raw_cpu, 4),
+        "turn_s": round(_median([c.seconds for c in turns]), 3),
+        "raw_s": round(_median([c.seconds for c in raws]), 3),
+        "messages": _median([c.messages for c in turns]),
+        "widget_updates": _median([c.updates for c in turns]),
+        "model_requests": requests,
+        "pace_hz": PACE_HZ,
+        "think_s": THINK_S,
     }
 
 

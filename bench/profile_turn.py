@@ -44,7 +44,9 @@ async def __timed(fn, n, digits):
 """
 """The median milliseconds of `n` awaits of `fn`, for the cells below."""
 
-PHASES_CELL = TIMED + """\
+PHASES_CELL = (
+    TIMED
+    + """\
 import time, json
 from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.core.chat_route import build_system_prompt
@@ -85,9 +87,12 @@ print(json.dumps({{
     "append_text_events_1000_ms": __ms(lambda: [AppendText(text="abcd") for _ in range(1000)], 5),
 }}))
 """
+)
 
 
-STAGES_CELL = TIMED + """\
+STAGES_CELL = (
+    TIMED
+    + """\
 import time, json
 from agentik_jupyter.core import chat_route as chat
 from agentik_jupyter.kernel.agent import get_agent
@@ -118,6 +123,7 @@ for __name, __fn in [
     __out[__name] = await __timed(__fn, 7, 1)
 print(json.dumps(__out))
 """
+)
 
 
 def stages() -> str:

@@ -28,8 +28,10 @@ def saved_size(answer: str) -> int:
         server.push(Reply.text(answer, chunks=max(1, len(answer) // 500)))
         nb = nbformat.v4.new_notebook()
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nb.cells = [nbformat.v4.new_code_cell("%load_ext agentik_jupyter"),
-                    nbformat.v4.new_code_cell("%%agent --wait\nWrite the report.")]
+        nb.cells = [
+            nbformat.v4.new_code_cell("%load_ext agentik_jupyter"),
+            nbformat.v4.new_code_cell("%%agent --wait\nWrite the report."),
+        ]
         client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": tmp}})
         client.execute(env=kernel_environ(server.env()), cwd=tmp)
         return len(nbformat.writes(nb).encode())
@@ -39,5 +41,9 @@ def saved_turn() -> dict[str, Any]:
     answer = make_answer(ANSWER_CHARS)
     big, small = saved_size(answer), saved_size("ok")
     growth = big - small
-    return {"bytes_per_answer_byte": round(growth / len(answer.encode()), 3), "notebook_growth_bytes": growth,
-            "answer_bytes": len(answer.encode()), "small_notebook_bytes": small}
+    return {
+        "bytes_per_answer_byte": round(growth / len(answer.encode()), 3),
+        "notebook_growth_bytes": growth,
+        "answer_bytes": len(answer.encode()),
+        "small_notebook_bytes": small,
+    }

@@ -42,8 +42,11 @@ class ApprovingClient(NotebookClient):
     def handle_comm_msg(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
         super().handle_comm_msg(outs, msg, cell_index)
         state = msg["content"].get("data", {}).get("state", {})
-        if (msg["msg_type"] == "comm_open" and state.get("_model_name") == "ButtonModel"
-                and state.get("description") == "Approve"):
+        if (
+            msg["msg_type"] == "comm_open"
+            and state.get("_model_name") == "ButtonModel"
+            and state.get("description") == "Approve"
+        ):
             click = {"comm_id": msg["content"]["comm_id"], "data": {"method": "custom", "content": {"event": "click"}}}
             self.kc.shell_channel.send(self.kc.session.msg("comm_msg", click))
             self.approvals += 1
@@ -51,7 +54,7 @@ class ApprovingClient(NotebookClient):
 
 def _references(value: Any) -> list[str]:
     if isinstance(value, str):
-        return [value[len("IPY_MODEL_"):]] if value.startswith("IPY_MODEL_") else []
+        return [value[len("IPY_MODEL_") :]] if value.startswith("IPY_MODEL_") else []
     if isinstance(value, list):
         return [ref for item in value for ref in _references(item)]
     if isinstance(value, dict):
@@ -66,8 +69,12 @@ def prune_widget_state(nb: nbformat.NotebookNode) -> None:
     if not widgets:
         return
     state = widgets["state"]
-    todo = [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells for o in c.get("outputs", [])
-            if WIDGET_VIEW in o.get("data", {})]
+    todo = [
+        o["data"][WIDGET_VIEW]["model_id"]
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if WIDGET_VIEW in o.get("data", {})
+    ]
     kept: set[str] = set()
     while todo:
         model_id = todo.pop()
@@ -122,7 +129,9 @@ def refresh(path: Path) -> int:
         os.environ.update(env)
         try:
             nb = nbformat.read(path, as_version=4)
-            client = ApprovingClient(nb, timeout=120, kernel_name=KERNEL, resources={"metadata": {"path": str(path.parent)}})
+            client = ApprovingClient(
+                nb, timeout=120, kernel_name=KERNEL, resources={"metadata": {"path": str(path.parent)}}
+            )
             client.execute()
         finally:
             os.environ.clear()
@@ -146,4 +155,3 @@ def main(names: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
-

@@ -26,7 +26,7 @@ def reset(app: str) -> bool:
 
 
 def app_of(lab: Lab) -> str:
-    return str(getattr(lab, "app"))
+    return str(lab.app)
 
 
 def shot(lab: Lab, name: str, at: Any = None) -> None:

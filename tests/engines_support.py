@@ -67,4 +67,3 @@ def describe_in_fresh_process(frame_from: str, budget_s: float) -> tuple[str, fl
     assert done.returncode == 0, done.stderr[-3000:]
     text, seconds, growth = json.loads(done.stdout.strip().splitlines()[-1])
     return text, seconds, growth
-

@@ -9,9 +9,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -43,14 +44,16 @@ def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "JPY_"))}
     for sub in ("config", "data", "runtime"):
         (home / sub).mkdir(parents=True, exist_ok=True)
-    env.update({
-        "HOME": str(home),
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "IPYTHONDIR": str(home / "ipython"),
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "JUPYTER_CONFIG_DIR": str(home / "config"),
+            "JUPYTER_DATA_DIR": str(home / "data"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "IPYTHONDIR": str(home / "ipython"),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -63,9 +66,16 @@ def jupyter(
     port = free_port()
     log_path = home / f"jupyter-{app}.log"
     args = [
-        sys.executable, "-m", "jupyter", app if app == "server" else "lab",
-        "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}",
-        f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False",
+        sys.executable,
+        "-m",
+        "jupyter",
+        app if app == "server" else "lab",
+        "--no-browser",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.open_browser=False",
         "--ServerApp.jpserver_extensions={'agentik_jupyter': True}",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -102,7 +112,9 @@ def jupyter(
 
 @contextlib.contextmanager
 def jupyter_for(
-    llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory, api_key: str = FAKE_API_KEY,
+    llm: FakeLLMServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    api_key: str = FAKE_API_KEY,
 ) -> Iterator[RunningServer]:
     """A Jupyter Server whose provider is the fake LLM: the key is only in the server's environment."""
     root, home = tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("home")
@@ -125,4 +137,3 @@ def server_fixtures(api_key: str = FAKE_API_KEY) -> tuple[Any, Any]:
             yield running
 
     return llm, server
-

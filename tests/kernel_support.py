@@ -20,9 +20,10 @@ import signal
 import sqlite3
 import textwrap
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import nbformat
 from jupyter_client import KernelManager
@@ -113,8 +114,12 @@ def run_notebook(
     included, and saves it to ``save_as`` when given."""
     nb = new_notebook(sources)
     client = NotebookClient(
-        nb, timeout=timeout, startup_timeout=START_TIMEOUT, kernel_name=KERNEL,
-        resources={"metadata": {"path": str(cwd)}}, shutdown_kernel="immediate",
+        nb,
+        timeout=timeout,
+        startup_timeout=START_TIMEOUT,
+        kernel_name=KERNEL,
+        resources={"metadata": {"path": str(cwd)}},
+        shutdown_kernel="immediate",
     )
     client.execute(env=env, cwd=str(cwd))
     if save_as is not None:
@@ -128,8 +133,12 @@ class NotebookKernel:
     def __init__(self, env: dict[str, str], cwd: Path, *, timeout: int = CELL_TIMEOUT) -> None:
         self.nb = new_notebook([])
         self.client = NotebookClient(
-            self.nb, timeout=timeout, startup_timeout=START_TIMEOUT, kernel_name=KERNEL,
-            resources={"metadata": {"path": str(cwd)}}, shutdown_kernel="immediate",
+            self.nb,
+            timeout=timeout,
+            startup_timeout=START_TIMEOUT,
+            kernel_name=KERNEL,
+            resources={"metadata": {"path": str(cwd)}},
+            shutdown_kernel="immediate",
         )
         self.client.km = self.client.create_kernel_manager()
         try:
@@ -450,7 +459,26 @@ def parse_state(text: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "AGENT_EXPR", "CELL_TIMEOUT", "STATE_CODE", "parse_state", "Execution", "NotebookKernel", "RawKernel", "SECRET_KEY", "assistant_texts",
-    "audit", "close_all", "file_bytes", "kernel_env", "new_notebook", "output_text", "roles", "run_notebook",
-    "sql", "transcript", "transcripts", "user_texts", "wait_for",
+    "AGENT_EXPR",
+    "CELL_TIMEOUT",
+    "STATE_CODE",
+    "parse_state",
+    "Execution",
+    "NotebookKernel",
+    "RawKernel",
+    "SECRET_KEY",
+    "assistant_texts",
+    "audit",
+    "close_all",
+    "file_bytes",
+    "kernel_env",
+    "new_notebook",
+    "output_text",
+    "roles",
+    "run_notebook",
+    "sql",
+    "transcript",
+    "transcripts",
+    "user_texts",
+    "wait_for",
 ]

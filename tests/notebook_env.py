@@ -15,6 +15,12 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 def notebook_env(db_path: Path, notebook: Path) -> dict[str, str]:
     """Also JPY_SESSION_NAME, as Jupyter Server sets it, so read_notebook finds the file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AGENTIK_", "JPY_"))}
-    env.update({"AGENTIK_WAIT": "1", "AGENTIK_APPROVE": "auto", "AGENTIK_DB_PATH": str(db_path),
-                "JPY_SESSION_NAME": str(notebook)})
+    env.update(
+        {
+            "AGENTIK_WAIT": "1",
+            "AGENTIK_APPROVE": "auto",
+            "AGENTIK_DB_PATH": str(db_path),
+            "JPY_SESSION_NAME": str(notebook),
+        }
+    )
     return env

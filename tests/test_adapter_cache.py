@@ -19,7 +19,9 @@ def _client(adapter: object) -> object:
 
 
 async def _ask(cache: AdapterCache, env: dict[str, str]) -> str:
-    response = await collect(stream_chat([ChatMessage(role="user", content="ping")], None, [], environ=env, adapters=cache))
+    response = await collect(
+        stream_chat([ChatMessage(role="user", content="ping")], None, [], environ=env, adapters=cache)
+    )
     return response.content or ""
 
 
@@ -53,7 +55,9 @@ async def test_entries_are_keyed_by_a_hash_never_the_key(fake_llm: FakeLLMServer
 def test_a_client_replaced_for_a_new_loop_is_closed_on_its_own_loop(fake_llm: FakeLLMServer) -> None:
     """One adapter used from two loops: the client made on the first (still running) is closed there."""
     adapter = make_adapter(load_config(fake_llm.env(api_key=KEY)))
-    params = ChatParams(model="fake-model", messages=[ChatMessage(role="user", content="ping")], system_prompt="s", tool_schemas=[])
+    params = ChatParams(
+        model="fake-model", messages=[ChatMessage(role="user", content="ping")], system_prompt="s", tool_schemas=[]
+    )
     other_loop = asyncio.new_event_loop()
     thread = threading.Thread(target=other_loop.run_forever, daemon=True)
     thread.start()

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.approval import (
     APPROVE_ENV,
     DEFAULT_TIMEOUT,
@@ -18,10 +21,7 @@ from agentik_jupyter.tools.approval import (
     describe_tools,
     format_tools,
 )
-from agentik_jupyter.core.orchestrator import Orchestrator
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
-from agentik_jupyter.core.store import AgentStore, ChatStore
-from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolDefinition
 
 
@@ -110,8 +110,15 @@ async def test_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [(None, DEFAULT_TIMEOUT), ("", DEFAULT_TIMEOUT), ("12.5", 12.5), ("0", None), ("none", None),
-     ("inf", None), ("soon", DEFAULT_TIMEOUT)],
+    [
+        (None, DEFAULT_TIMEOUT),
+        ("", DEFAULT_TIMEOUT),
+        ("12.5", 12.5),
+        ("0", None),
+        ("none", None),
+        ("inf", None),
+        ("soon", DEFAULT_TIMEOUT),
+    ],
 )
 def test_approval_timeout_parsing(monkeypatch: pytest.MonkeyPatch, raw: str | None, expected: float | None) -> None:
     if raw is not None:
@@ -234,8 +241,12 @@ async def test_denial_reaches_the_model_which_answers_and_approval_runs_the_tool
     registry.add(definition_from_function(run_code, policy="ask"))
     card = Card("deny")
     transport = ScriptedTransport(
-        [Step.call("run_code", {"code": "rm()"}), Step.say("I won't."),
-         Step.call("run_code", {"code": "ok()"}), Step.say("Done.")]
+        [
+            Step.call("run_code", {"code": "rm()"}),
+            Step.say("I won't."),
+            Step.call("run_code", {"code": "ok()"}),
+            Step.say("Done."),
+        ]
     )
     chat = ChatStore()
     orch = Orchestrator(transport, registry, chat, AgentStore(), approver=ApprovalGate(card, timeout=5))
@@ -251,13 +262,24 @@ async def test_denial_reaches_the_model_which_answers_and_approval_runs_the_tool
 async def test_describe_tools_shows_the_policy_in_effect(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = ToolRegistry()
     registry.add(run_code_def())
-    registry.add(ToolDefinition(name="list_variables", description="List the user's variables.\nMore.",
-                                execute=lambda: "", source="builtin", policy="auto"))
+    registry.add(
+        ToolDefinition(
+            name="list_variables",
+            description="List the user's variables.\nMore.",
+            execute=lambda: "",
+            source="builtin",
+            policy="auto",
+        )
+    )
     registry.add(ToolDefinition(name="rm", policy="deny", execute=lambda: "", source="user"))
     gate = ApprovalGate(Card(), timeout=5)
     rows = {r.name: r for r in describe_tools(registry, gate)}
     assert rows["run_code"].policy == "ask" and rows["list_variables"] == (
-        "list_variables", "auto", "builtin", "List the user's variables.")
+        "list_variables",
+        "auto",
+        "builtin",
+        "List the user's variables.",
+    )
     assert rows["rm"].policy == "deny"
     gate.always.add("run_code")
     assert describe_tools(registry, gate)[0].policy.startswith("auto (always")

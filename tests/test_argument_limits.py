@@ -17,22 +17,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentik_jupyter.core.session import Session
+from agentik_jupyter.core.transport import InProcessTransport
+from agentik_jupyter.persistence import AsyncSessionDB
+from agentik_jupyter.providers.base import ProviderToolCall
+from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.testing.pytest_plugin import PROVIDERS
+from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     bound_arguments,
     limit_problem,
 )
-from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.providers.base import ProviderToolCall
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, tool
-from agentik_jupyter.core.session import Session
-from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.testing.pytest_plugin import PROVIDERS
-from agentik_jupyter.testing.scripted import ScriptedTransport, Step
-from agentik_jupyter.core.transport import InProcessTransport
-from agentik_jupyter.types import ToolCall, ToolResult
 from agentik_jupyter.tools.validation import check_call, validate_arguments
+from agentik_jupyter.types import ToolCall, ToolResult
 
 
 def nested(depth: int, kind: str = "list") -> Any:
@@ -93,7 +93,9 @@ async def test_over_limit_arguments_are_a_tool_error_and_the_turn_goes_on(
 async def test_arguments_within_the_limits_run_unchanged(tmp_path: Path) -> None:
     ran: list[Any] = []
     data = {"rows": [[i, str(i)] for i in range(100)], "deep": nested(MAX_ARGUMENT_DEPTH - 1)}
-    session = Session(ScriptedTransport([Step.call("echo", {"data": data}), Step.say("ok")]), echo_registry(ran), temporary=True)
+    session = Session(
+        ScriptedTransport([Step.call("echo", {"data": data}), Step.say("ok")]), echo_registry(ran), temporary=True
+    )
     assert (await session.send("go")).reason == "complete"
     assert ran == [data] and tool_errors(session) == [""]
 
@@ -126,14 +128,17 @@ def test_raw_arguments_longer_than_the_limit_are_bounded_without_parsing() -> No
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20)
 JSON_VALUES = st.recursive(
-    JSON_SCALARS, lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    JSON_SCALARS,
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
     max_leaves=40,
 )
 DEEP_VALUES = st.builds(nested, st.integers(1, 3_000), st.sampled_from(["list", "dict"]))
 
 
 def _definitions() -> list[Any]:
-    def typed(name: str, count: int, ratio: float = 0.5, flags: list[str] | None = None, opts: dict | None = None) -> str:
+    def typed(
+        name: str, count: int, ratio: float = 0.5, flags: list[str] | None = None, opts: dict | None = None
+    ) -> str:
         """Typed parameters."""
         return name
 

@@ -35,9 +35,10 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -70,15 +71,30 @@ from .jupyter_servers import RunningServer, jupyter  # noqa: E402
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 CHUNK_DELAY = 0.05  # seconds between streamed chunks (one word each): slow enough to watch
 NOTEBOOK = "browser_demo.ipynb"
 WIDGET_ERROR = "Error displaying widget"
 
-(CELL_LOAD, CELL_DATA, CELL_AGENT, CELL_PANEL, CELL_APPROVE, CELL_LONG, CELL_RUN_ALL,
- CELL_MOVE_TOOL, CELL_SLOW, CELL_PROPOSE) = (0, 1, 2, 3, 4, 5, 6, 9, 10, 11)
+(
+    CELL_LOAD,
+    CELL_DATA,
+    CELL_AGENT,
+    CELL_PANEL,
+    CELL_APPROVE,
+    CELL_LONG,
+    CELL_RUN_ALL,
+    CELL_MOVE_TOOL,
+    CELL_SLOW,
+    CELL_PROPOSE,
+) = (0, 1, 2, 3, 4, 5, 6, 9, 10, 11)
 RUN_ALL_QUESTIONS = [f"Background question {n}." for n in (1, 2, 3)]
 CELL_SOURCES = [
     "%load_ext agentik_jupyter",
@@ -137,15 +153,27 @@ HOSTILE_ANSWER = (
     " <script>window.__agentik_pwned = 'script'</script> ![pixel](http://127.0.0.1:9/pixel.png)"
 )
 HOSTILE_TRANSCRIPT = {
-    "version": 1, "title": None, "status": "complete",
-    "usage": {"input_tokens": 10, "output_tokens": 5}, "elapsed_s": 0.25,
+    "version": 1,
+    "title": None,
+    "status": "complete",
+    "usage": {"input_tokens": 10, "output_tokens": 5},
+    "elapsed_s": 0.25,
     "entries": [
         {"role": "user", "content": HOSTILE_QUESTION},
-        {"role": "tool", "id": "call_x", "name": "inspect_variable", "args": {"name": "<i>x</i>"},
-         "result": "<script>window.__agentik_pwned = 'result'</script>", "truncated": 0, "error": None,
-         "duration_ms": 3.0,
-         "display": {"text/html": "<table><tr><td>cell-ok</td></tr></table>"
-                                  "<img src=x onerror=\"window.__agentik_pwned = 'display'\">"}},
+        {
+            "role": "tool",
+            "id": "call_x",
+            "name": "inspect_variable",
+            "args": {"name": "<i>x</i>"},
+            "result": "<script>window.__agentik_pwned = 'result'</script>",
+            "truncated": 0,
+            "error": None,
+            "duration_ms": 3.0,
+            "display": {
+                "text/html": "<table><tr><td>cell-ok</td></tr></table>"
+                "<img src=x onerror=\"window.__agentik_pwned = 'display'\">"
+            },
+        },
         {"role": "assistant", "content": HOSTILE_ANSWER},
         {"role": "error", "message": "<b>not bold</b> error text"},
     ],
@@ -235,8 +263,9 @@ def write_saved_notebooks(root: Path) -> None:
     shutil.copy(QUICKSTART, root / SAVED_NOTEBOOK)
     nb = nbformat.read(root / SAVED_NOTEBOOK, as_version=4)
     hostile = nbformat.v4.new_code_cell("%%agent --wait\nA tampered transcript")
-    hostile.outputs = [nbformat.v4.new_output(
-        "display_data", data={"text/plain": "tampered", TRANSCRIPT_MIME: HOSTILE_TRANSCRIPT})]
+    hostile.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/plain": "tampered", TRANSCRIPT_MIME: HOSTILE_TRANSCRIPT})
+    ]
     nb.cells.append(hostile)
     nbformat.write(nb, root / SAVED_NOTEBOOK)
 
@@ -252,10 +281,22 @@ def write_saved_notebooks(root: Path) -> None:
         turn = db.begin_turn(long.id, UserMessage(content="Describe <b>sales</b>"))
         call = ToolCall(id="call_h1", name="describe_dataframe", args={"name": "sales"})
         db.append(long.id, turn, ToolCallRecord(call=call))
-        db.append(long.id, turn, ToolResultRecord(result=ToolResult(
-            tool_call_id=call.id, name=call.name, result="sales: 100 rows x 3 columns", duration_ms=12.0)))
-        db.append(long.id, turn, AssistantMessage(
-            content="The frame has **100 rows**. END-HISTORY <img src=x onerror=\"window.__agentik_pwned = 'history'\">"))
+        db.append(
+            long.id,
+            turn,
+            ToolResultRecord(
+                result=ToolResult(
+                    tool_call_id=call.id, name=call.name, result="sales: 100 rows x 3 columns", duration_ms=12.0
+                )
+            ),
+        )
+        db.append(
+            long.id,
+            turn,
+            AssistantMessage(
+                content="The frame has **100 rows**. END-HISTORY <img src=x onerror=\"window.__agentik_pwned = 'history'\">"
+            ),
+        )
         short = db.create_conversation("Short session")
         db.begin_turn(short.id, UserMessage(content="Only question"))
 
@@ -285,14 +326,20 @@ def lab_server(root: Path, home: Path, srv: FakeLLMServer, *, artifact: str, **e
         with pytest.MonkeyPatch.context() as mp:
             for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
                 mp.delenv(name)
-            server = stack.enter_context(jupyter(root, home, app="lab", env={**srv.env(), **env, "PATH": path}, timeout=60))
+            server = stack.enter_context(
+                jupyter(root, home, app="lab", env={**srv.env(), **env, "PATH": path}, timeout=60)
+            )
         stack.callback(lambda: save_artifact(f"{artifact}.log", server.log()))
         yield server
 
 
 @contextlib.contextmanager
 def browser_lab(
-    srv: FakeLLMServer, server: RunningServer, *, artifact: str, height: int = 1100,
+    srv: FakeLLMServer,
+    server: RunningServer,
+    *,
+    artifact: str,
+    height: int = 1100,
     levels: tuple[str, ...] = ("error", "warning"),
 ) -> Iterator[Lab]:
     """A headless Debian chromium page on `server`; console lines of `levels` and page errors are
@@ -312,7 +359,12 @@ def browser_lab(
 
 @contextlib.contextmanager
 def notebook_page(
-    tmp_path_factory: pytest.TempPathFactory, notebook: str, sources: list[str], *, artifact: str, url_path: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    notebook: str,
+    sources: list[str],
+    *,
+    artifact: str,
+    url_path: str,
     reset: bool = True,
 ) -> Iterator[Lab]:
     """`notebook` of these code cells opened at `url_path` (JupyterLab's or Notebook 7's), the
@@ -321,10 +373,18 @@ def notebook_page(
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
     write_code_cells(root / notebook, sources)
-    with FakeLLMServer() as srv, \
-            lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
-                       AGENTIK_APPROVAL_TIMEOUT="120") as server, \
-            browser_lab(srv, server, artifact=artifact) as lab:
+    with (
+        FakeLLMServer() as srv,
+        lab_server(
+            root,
+            home,
+            srv,
+            artifact=artifact,
+            AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
+            AGENTIK_APPROVAL_TIMEOUT="120",
+        ) as server,
+        browser_lab(srv, server, artifact=artifact) as lab,
+    ):
         query = "reset&" if reset else ""  # JupyterLab's ?reset: no workspace from an earlier run
         lab.page.goto(f"{server.url}{url_path}?{query}token={server.token}", timeout=30_000)
         lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
@@ -346,9 +406,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     write_notebook(root)
     write_saved_notebooks(root)
     (ARTIFACTS / "failed.png").unlink(missing_ok=True)  # from an earlier run
-    with FakeLLMServer(chunk_delay=CHUNK_DELAY) as srv, \
-            lab_server(root, home, srv, artifact="jupyterlab", AGENTIK_APPROVAL_TIMEOUT="120") as server, \
-            browser_lab(srv, server, artifact="jupyterlab", height=1300) as lab:  # 120 s: a lost click never hangs
+    with (
+        FakeLLMServer(chunk_delay=CHUNK_DELAY) as srv,
+        lab_server(root, home, srv, artifact="jupyterlab", AGENTIK_APPROVAL_TIMEOUT="120") as server,
+        browser_lab(srv, server, artifact="jupyterlab", height=1300) as lab,
+    ):  # 120 s: a lost click never hangs
         yield lab
 
 
@@ -421,7 +483,8 @@ def test_1_cell_answer_streams(lab: Lab) -> None:
 
     partial = lab.wait(
         lambda: (t := lab.text(out)) and "Streaming answer:" in t and "END-FIRST" not in t and t,
-        30, "a partial streamed answer in the %%agent cell",
+        30,
+        "a partial streamed answer in the %%agent cell",
     )
     lab.shot("streaming.png", at=out)
     # read the text inside the wait: the live view is swapped in place for the saved transcript
@@ -492,8 +555,11 @@ def test_3c_run_all_over_three_background_cells(lab: Lab) -> None:
         lab.page.keyboard.press("Shift+Enter")
     for n, question in enumerate(RUN_ALL_QUESTIONS):
         out = lab.output(CELL_RUN_ALL + n)
-        lab.wait(lambda: (t := lab.text(out)) and f"Echo: {question}" in t and "✓ Done" in t, 20,
-                 f"the answer to {question!r} in its own cell")
+        lab.wait(
+            lambda: (t := lab.text(out)) and f"Echo: {question}" in t and "✓ Done" in t,
+            20,
+            f"the answer to {question!r} in its own cell",
+        )
         assert "already running" not in lab.text(out)
     asked = [r.last_user_text().strip() for r in lab.srv.requests[first:]]
     assert asked == RUN_ALL_QUESTIONS
@@ -630,8 +696,9 @@ def test_7_approve_in_agent_cell_then_panel(lab: Lab) -> None:
     lab.wait(lambda: "✓ Done" in lab.text(out), 10, "the cell's status to say Done")
     assert "FROM CELL 3" in json.dumps(tool_messages(lab)[-1])
 
-    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": AFTER_CELL_CODE}}]),
-                 Reply.text(AFTER_CELL_ANSWER))
+    lab.srv.push(
+        Reply.tool_calls([{"name": "run_code", "args": {"code": AFTER_CELL_CODE}}]), Reply.text(AFTER_CELL_ANSWER)
+    )
     panel_send(lab, AFTER_CELL_QUESTION)
     approve = lab.panel.get_by_role("button", name="Approve")
     approve.wait_for(state="visible", timeout=20_000)
@@ -650,8 +717,10 @@ def cell_source(lab: Lab, index: int) -> str:
 
 def test_7b_proposed_cells_appear_below_the_asking_cell(lab: Lab) -> None:
     """The turn runs in the background, so the cells come through the extension, not a reply payload."""
-    lab.srv.push(*(Reply.tool_calls([{"name": "insert_cell", "args": {"source": code}}]) for code in PROPOSED_CELLS),
-                 Reply.text(PROPOSE_ANSWER))
+    lab.srv.push(
+        *(Reply.tool_calls([{"name": "insert_cell", "args": {"source": code}}]) for code in PROPOSED_CELLS),
+        Reply.text(PROPOSE_ANSWER),
+    )
     panel_idle(lab)
     lab.cell(CELL_PROPOSE).locator(".jp-InputArea-prompt").click()
     lab.page.keyboard.press("Shift+Enter")  # on the last cell: JupyterLab adds an empty cell below it

@@ -23,7 +23,8 @@ Steps run in file order. Screenshots: tests/artifacts/<app>_demo_*.png.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -38,18 +39,31 @@ from agentik_jupyter.testing.demo import demo_responder  # noqa: E402
 NOTEBOOK = "demo_walk.ipynb"
 DATA = "import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south'] * 5, 'units': range(10)})"
 BROKEN = 'average = sale["units"].mean()'
-FIXED = "average = sales[\"units\"].mean()"
-SOURCES = ["%load_ext agentik_jupyter", DATA,
-           "%%agent\nWhich variables do I have?",
-           "%%agent\nDescribe the sales DataFrame for me.",
-           "%%agent\nPlot the units column of sales.",
-           "%%agent\nAdd a comment to the cell that makes sales.",
-           "%%agent\nHow are the units in @sales spread?",
-           BROKEN,
-           "%agent fix",
-           "%%agent\nInsert a cell that sums the units column by region."]
-(CELL_LOAD, CELL_DATA, CELL_VARIABLES, CELL_DESCRIBE, CELL_PLOT, CELL_EDIT, CELL_MENTION, CELL_BROKEN,
- CELL_FIX, CELL_INSERT) = range(len(SOURCES))
+FIXED = 'average = sales["units"].mean()'
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    DATA,
+    "%%agent\nWhich variables do I have?",
+    "%%agent\nDescribe the sales DataFrame for me.",
+    "%%agent\nPlot the units column of sales.",
+    "%%agent\nAdd a comment to the cell that makes sales.",
+    "%%agent\nHow are the units in @sales spread?",
+    BROKEN,
+    "%agent fix",
+    "%%agent\nInsert a cell that sums the units column by region.",
+]
+(
+    CELL_LOAD,
+    CELL_DATA,
+    CELL_VARIABLES,
+    CELL_DESCRIBE,
+    CELL_PLOT,
+    CELL_EDIT,
+    CELL_MENTION,
+    CELL_BROKEN,
+    CELL_FIX,
+    CELL_INSERT,
+) = range(len(SOURCES))
 DONE = "✓ Done"
 INSERTED = "sales.groupby('region')['units'].sum()"
 
@@ -57,8 +71,9 @@ INSERTED = "sales.groupby('region')['units'].sum()"
 @pytest.fixture(scope="module", params=APPS)
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     app = str(request.param)
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{app}-demo",
-                       url_path=url_path(app, NOTEBOOK), reset=reset(app)) as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{app}-demo", url_path=url_path(app, NOTEBOOK), reset=reset(app)
+    ) as lab:
         lab.app = app  # type: ignore[attr-defined]
         lab.srv.set_responder(demo_responder)
         assert is_notebook7(lab) == (app == "notebook7")
@@ -68,8 +83,11 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def ask(lab: Lab, index: int, *, done: str = DONE) -> str:
     """Run an %%agent cell and return its output's text once the turn has ended."""
     run_cell(lab, index)
-    return str(lab.wait(lambda: (t := lab.text(lab.output(index))) and done in t and t, 40,
-                        f"the end of the turn in cell {index}"))
+    return str(
+        lab.wait(
+            lambda: (t := lab.text(lab.output(index))) and done in t and t, 40, f"the end of the turn in cell {index}"
+        )
+    )
 
 
 def proposal(lab: Lab, index: int) -> Any:
@@ -106,8 +124,11 @@ def test_2_plot_asks_on_its_card_then_shows_the_figure(lab: Lab) -> None:
     assert "figure is in the tool card" in shown and "You asked" not in shown and "image(s)" not in shown, shown
     card = lab.output(CELL_PLOT).locator("details.agentik-tool").first
     card.locator(":scope > summary").click()
-    lab.wait(lambda: card.locator("img").count() >= 1 and card.locator("img").first.is_visible(), 10,
-             "the figure in the tool card")
+    lab.wait(
+        lambda: card.locator("img").count() >= 1 and card.locator("img").first.is_visible(),
+        10,
+        "the figure in the tool card",
+    )
     shot(lab, "demo_plot.png", at=card.locator("img").first)
 
 
@@ -121,7 +142,9 @@ def test_3_an_edit_is_a_diff_on_the_cell_that_makes_sales(lab: Lab) -> None:
     diff.get_by_role("button", name="Accept", exact=True).click()
     lab.wait(lambda: "You accepted the change" in lab.text(lab.output(CELL_EDIT)), 40, "the answer after Accept")
     assert proposal(lab, CELL_DATA).count() == 0
-    assert source(lab, CELL_DATA).startswith("# Defines sales.") and source(lab, CELL_DATA).endswith(DATA.splitlines()[-1])
+    assert source(lab, CELL_DATA).startswith("# Defines sales.") and source(lab, CELL_DATA).endswith(
+        DATA.splitlines()[-1]
+    )
 
 
 def test_4_a_mention_attaches_the_frame_no_tool_call(lab: Lab) -> None:

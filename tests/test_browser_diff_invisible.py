@@ -14,8 +14,9 @@ Screenshots go to the test's tmp dir (and tests/artifacts/).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import nbformat
 import pytest
@@ -34,13 +35,16 @@ CELL_LOAD, CELL_DATA, CELL_ASK = range(3)
 SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", "%%agent\nTidy my notebook."]
 HIDDEN_EDIT = "total = 1 + 1\nimport o\u200bs"
 TROJAN = 'ok = True\nif ok != "no\u202e \u2066# only a comment\u2069 \u2066":\n    print("RAN-HIDDEN")'
-HIDDEN_TEXT = "el => [...el.innerText].filter(c => /[\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/.test(c)).length"
+HIDDEN_TEXT = (
+    "el => [...el.innerText].filter(c => /[\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/.test(c)).length"
+)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-invisible",
-                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-invisible", url_path=f"/lab/tree/{NOTEBOOK}"
+    ) as lab:
         yield lab
 
 
@@ -96,7 +100,11 @@ def test_2_approval_card_shows_a_right_to_left_override_as_a_badge(lab: Lab, tmp
     assert "This code contains 4 invisible or direction-changing characters" in lab.text(warning)
     badges = card.locator(".agentik-invisible:visible")
     assert [lab.text(badges.nth(i)) for i in range(badges.count())] == [
-        "<U+202E RLO>", "<U+2066 LRI>", "<U+2069 PDI>", "<U+2066 LRI>"]
+        "<U+202E RLO>",
+        "<U+2066 LRI>",
+        "<U+2069 PDI>",
+        "<U+2066 LRI>",
+    ]
     assert "3 lines" in lab.text(card)
     assert card.evaluate(HIDDEN_TEXT) == 0
     assert badges.first.evaluate("el => getComputedStyle(el).borderTopStyle") == "solid"
@@ -109,13 +117,27 @@ def test_2_approval_card_shows_a_right_to_left_override_as_a_badge(lab: Lab, tmp
 def saved_transcript_notebook(path: Path) -> None:
     entries = [
         {"role": "user", "content": "Clean it"},
-        {"role": "tool", "id": "c1", "name": "run_code", "args": {"code": TROJAN}, "result": "done\u200b",
-         "truncated": 0, "error": None, "duration_ms": 1.0,
-         "display": {"text/html": "<table><tr><td>pass\u202eword</td></tr></table>"}},
+        {
+            "role": "tool",
+            "id": "c1",
+            "name": "run_code",
+            "args": {"code": TROJAN},
+            "result": "done\u200b",
+            "truncated": 0,
+            "error": None,
+            "duration_ms": 1.0,
+            "display": {"text/html": "<table><tr><td>pass\u202eword</td></tr></table>"},
+        },
         {"role": "assistant", "content": "Done. END-SAVED"},
     ]
-    transcript = {"version": 1, "title": None, "status": "complete", "usage": None, "elapsed_s": 0.1,
-                  "entries": entries}
+    transcript = {
+        "version": 1,
+        "title": None,
+        "status": "complete",
+        "usage": None,
+        "elapsed_s": 0.1,
+        "entries": entries,
+    }
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     cell = nbformat.v4.new_code_cell("%%agent\nClean it")
@@ -132,7 +154,8 @@ def test_3_saved_transcript_tool_card_shows_badges(lab: Lab, tmp_path: Path) -> 
     assert "<U+202E RLO>" in lab.text(card.locator("summary").first)  # the title too, as plain text
     card.locator("summary").first.click()
     assert "This tool call contains 5 invisible or direction-changing characters" in lab.text(
-        card.locator(".agentik-invisible-warning"))
+        card.locator(".agentik-invisible-warning")
+    )
     badges = [lab.text(b) for b in card.locator(".agentik-invisible:visible").all()]
     assert badges == ["<U+202E RLO>", "<U+2066 LRI>", "<U+2069 PDI>", "<U+2066 LRI>", "<U+202E RLO>"]
     assert "pass<U+202E RLO>word" in lab.text(card.locator(".agentik-preview"))

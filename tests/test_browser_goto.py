@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,8 +29,15 @@ from agentik_jupyter.widgets.status import TICK_S  # noqa: E402
 
 NOTEBOOK = "goto_demo.ipynb"
 FILLER = "\n".join(f"filler_{i} = {i}" for i in range(45))
-SOURCES = ["%load_ext agentik_jupyter", "%%agent\nRun the first step.", FILLER, FILLER, FILLER, FILLER,
-           "%%agent\nThen the second step."]
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "%%agent\nRun the first step.",
+    FILLER,
+    FILLER,
+    FILLER,
+    FILLER,
+    "%%agent\nThen the second step.",
+]
 CELL_LOAD, CELL_FIRST, CELL_QUEUED = 0, 1, len(SOURCES) - 1
 APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebooks/{NOTEBOOK}", False)}
 
@@ -37,8 +45,9 @@ APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebook
 @pytest.fixture(params=list(APPS))
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     url_path, reset = APPS[request.param]
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-goto",
-                       url_path=url_path, reset=reset) as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-goto", url_path=url_path, reset=reset
+    ) as lab:
         lab.app = request.param  # type: ignore[attr-defined]  (screenshot names)
         yield lab
 
@@ -46,8 +55,9 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture
 def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab with the go-to plugin disabled (labconfig/page_config.json), as in a frontend without it."""
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-bare",
-                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-bare", url_path=f"/lab/tree/{NOTEBOOK}"
+    ) as lab:
         config = lab.server.log_path.parent / "config" / "labconfig"
         config.mkdir(parents=True, exist_ok=True)
         (config / "page_config.json").write_text(json.dumps({"disabledExtensions": {"agentik-jupyter:goto": True}}))
@@ -63,11 +73,13 @@ def shot(lab: Lab, name: str) -> None:
 
 def in_view(locator: Any) -> bool:
     """Whether the element is drawn inside the window and inside the notebook's scrolling box."""
-    return bool(locator.evaluate("""el => {
+    return bool(
+        locator.evaluate("""el => {
         const b = el.getBoundingClientRect();
         const s = el.closest('.jp-WindowedPanel-outer') || document.scrollingElement;
         const a = s.getBoundingClientRect();
-        return b.height > 0 && b.top >= Math.max(a.top, 0) && b.bottom <= Math.min(a.bottom, window.innerHeight); }"""))
+        return b.height > 0 && b.top >= Math.max(a.top, 0) && b.bottom <= Math.min(a.bottom, window.innerHeight); }""")
+    )
 
 
 def run_all(lab: Lab) -> None:
@@ -78,13 +90,21 @@ def run_all(lab: Lab) -> None:
 def hold_the_queue(lab: Lab) -> Any:
     """Run All: the first turn waits for approval, the last cell's turn queues behind it; its output."""
     run_cell(lab, CELL_LOAD)  # (the kernel is ready)
-    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
-                 Reply.text("END-FIRST"), Reply.text("END-SECOND"))
+    lab.srv.push(
+        Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
+        Reply.text("END-FIRST"),
+        Reply.text("END-SECOND"),
+    )
     run_all(lab)
-    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # the user is at the end of the page (a cell out of view is not drawn)
+    lab.cell(
+        CELL_QUEUED
+    ).scroll_into_view_if_needed()  # the user is at the end of the page (a cell out of view is not drawn)
     queued = lab.output(CELL_QUEUED)
-    lab.wait(lambda: "Queued (1 ahead): the turn ahead waits for your approval to run run_code" in lab.text(queued),
-             60, "the queued line to say what holds it")
+    lab.wait(
+        lambda: "Queued (1 ahead): the turn ahead waits for your approval to run run_code" in lab.text(queued),
+        60,
+        "the queued line to say what holds it",
+    )
     return queued
 
 
@@ -106,7 +126,9 @@ def test_the_queued_line_goes_to_the_approval_that_holds_it(lab: Lab) -> None:
     lab.wait(lambda: "END-FIRST" in lab.text(lab.output(CELL_FIRST)), 30, "the first turn's end")
     ran = [m for r in lab.srv.requests for m in r.messages if m.get("role") == "tool"]
     assert ran and "FIRSTRAN" in str(ran[0].get("content")), ran  # approved by Enter: the code ran
-    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
+    lab.cell(
+        CELL_QUEUED
+    ).scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
     lab.wait(lambda: "END-SECOND" in lab.text(queued), 30, "the queued turn's end")
     assert not go.count() or not go.is_visible()
 
@@ -116,8 +138,10 @@ def test_without_the_extension_the_control_stays_hidden(bare_lab: Lab) -> None:
     the line says in words where to act."""
     lab = bare_lab
     queued = hold_the_queue(lab)
-    shown = ("() => [...document.styleSheets].some(s => { try { return [...s.cssRules].some("
-             "r => r.cssText.includes('agentik-goto')); } catch { return false; } })")
+    shown = (
+        "() => [...document.styleSheets].some(s => { try { return [...s.cssRules].some("
+        "r => r.cssText.includes('agentik-goto')); } catch { return false; } })"
+    )
     assert lab.page.evaluate(shown) is False  # (the plugin is off)
     control = queued.locator(".agentik-goto")
     assert control.count() == 1 and not control.is_visible()
@@ -126,21 +150,30 @@ def test_without_the_extension_the_control_stays_hidden(bare_lab: Lab) -> None:
     shot(lab, "queued_without_extension.png")
     lab.cell(CELL_FIRST).get_by_role("button", name="Approve").click()
     lab.wait(lambda: "END-FIRST" in lab.text(lab.output(CELL_FIRST)), 30, "the first turn's end")
-    lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
+    lab.cell(
+        CELL_QUEUED
+    ).scroll_into_view_if_needed()  # (a cell out of view is not drawn: its inner text is not all there)
     lab.wait(lambda: "END-SECOND" in lab.text(queued), 30, "the queued turn's end")
 
 
 def test_the_waiting_line_shows_the_diff_it_waits_on(lab: Lab) -> None:
     """The issue's "Running edit_cell… 18 s while the diff sits on another cell": the user scrolled
     back to the asking cell; "Show it" takes them to the diff and puts the keyboard on Accept."""
+
     def responder(request: Any) -> Reply:
         last = request.messages[-1]
         if last.get("role") == "user":
             return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
         found = re.search(r"\[0\] id=(\S+) code", last.get("content", ""))  # the first cell
         if found:
-            return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": found.group(1),
-                                                                     "new_source": "%load_ext agentik_jupyter\n# tidy"}}])
+            return Reply.tool_calls(
+                [
+                    {
+                        "name": "edit_cell",
+                        "args": {"cell_id": found.group(1), "new_source": "%load_ext agentik_jupyter\n# tidy"},
+                    }
+                ]
+            )
         return Reply.text("END-DIFF")
 
     run_cell(lab, CELL_LOAD)
@@ -173,9 +206,12 @@ def test_the_waiting_line_shows_the_diff_it_waits_on(lab: Lab) -> None:
 @pytest.fixture
 def windowed_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab whose notebook keeps only the cells in view in the page (windowingMode "full")."""
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-windowed",
-                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
-        settings = lab.server.log_path.parent / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-windowed", url_path=f"/lab/tree/{NOTEBOOK}"
+    ) as lab:
+        settings = (
+            lab.server.log_path.parent / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+        )
         settings.mkdir(parents=True, exist_ok=True)
         (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "full"}))
         lab.page.reload()
@@ -200,15 +236,22 @@ def test_a_windowed_notebook_brings_the_card_back_into_the_page(windowed_lab: La
     lab.wait(lambda: lab.srv.pending == 0, 60, "both turns to finish")
 
 
-PANEL_SOURCES = ["%load_ext agentik_jupyter", "%agent panel", "%%agent\nRun the first step.", FILLER, FILLER,
-                 "%%agent\nThen the second step."]
+PANEL_SOURCES = [
+    "%load_ext agentik_jupyter",
+    "%agent panel",
+    "%%agent\nRun the first step.",
+    FILLER,
+    FILLER,
+    "%%agent\nThen the second step.",
+]
 
 
 @pytest.fixture
 def panel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab with the chat panel shown above the card: its Send button is accept-styled too."""
-    with notebook_page(tmp_path_factory, NOTEBOOK, PANEL_SOURCES, artifact="jupyterlab-goto-panel",
-                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, PANEL_SOURCES, artifact="jupyterlab-goto-panel", url_path=f"/lab/tree/{NOTEBOOK}"
+    ) as lab:
         lab.app = "jupyterlab_panel"  # type: ignore[attr-defined]
         yield lab
 
@@ -221,13 +264,19 @@ def test_a_chat_panel_above_is_not_taken_for_the_approval(panel_lab: Lab) -> Non
     run_cell(lab, CELL_LOAD)
     run_cell(lab, 1)
     lab.wait(lambda: lab.cell(1).get_by_role("button", name="Send").count() == 1, 30, "the panel's Send")
-    lab.srv.push(Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
-                 Reply.text("END-FIRST"), Reply.text("END-SECOND"))
+    lab.srv.push(
+        Reply.tool_calls([{"name": "run_code", "args": {"code": "print('FIRST' + 'RAN')"}}]),
+        Reply.text("END-FIRST"),
+        Reply.text("END-SECOND"),
+    )
     run_all(lab)
     lab.cell(queued_cell).scroll_into_view_if_needed()
     queued = lab.output(queued_cell)
-    lab.wait(lambda: "Queued (1 ahead): the turn ahead waits for your approval" in lab.text(queued),
-             60, "the queued line to say what holds it")
+    lab.wait(
+        lambda: "Queued (1 ahead): the turn ahead waits for your approval" in lab.text(queued),
+        60,
+        "the queued line to say what holds it",
+    )
     approve = lab.cell(first).get_by_role("button", name="Approve")
     send = lab.cell(1).get_by_role("button", name="Send")
     go = queued.get_by_role("button", name="Go to the approval")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,14 +24,25 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "live_text.ipynb"
-SOURCES = ["%load_ext agentik_jupyter",
-           "from agentik_jupyter.kernel import frontend\nprint('live text:', frontend.live_text())",
-           "%%agent --wait\nSummarise the sales data."]
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "from agentik_jupyter.kernel import frontend\nprint('live text:', frontend.live_text())",
+    "%%agent --wait\nSummarise the sales data.",
+]
 CELL_LOAD, CELL_ANSWERED, CELL_ASK = range(3)
-SENTENCE = ("The sales frame has many rows and the `units` column grows with each region while "
-            "north and south stay balanced across the sample. ")
-ANSWER = "\n\n".join([SENTENCE * 2, "- north: 41 rows\n- south: 38 rows", SENTENCE * 3,
-                      "```python\nsales.groupby('region')['units'].sum()\n```", SENTENCE * 3 + "END-LIVE"])
+SENTENCE = (
+    "The sales frame has many rows and the `units` column grows with each region while "
+    "north and south stay balanced across the sample. "
+)
+ANSWER = "\n\n".join(
+    [
+        SENTENCE * 2,
+        "- north: 41 rows\n- south: 38 rows",
+        SENTENCE * 3,
+        "```python\nsales.groupby('region')['units'].sum()\n```",
+        SENTENCE * 3 + "END-LIVE",
+    ]
+)
 PACE_HZ = 50.0  # 4-character chunks: ~4.5 s of streaming
 LIVE = ".agentik-live-text"
 ANSWER_IN_TRANSCRIPT = ".jp-AgentikTranscript .agentik-assistant"
@@ -55,8 +66,9 @@ APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebook
 @pytest.fixture(scope="module", params=list(APPS))
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     url_path, reset = APPS[request.param]
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-live-text",
-                       url_path=url_path, reset=reset) as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-live-text", url_path=url_path, reset=reset
+    ) as lab:
         lab.app = request.param  # type: ignore[attr-defined]  (screenshot names)
         yield lab
 
@@ -88,8 +100,11 @@ def squeeze(text: str) -> str:
 def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: Lab) -> None:
     app = lab.app  # type: ignore[attr-defined]
     run(lab, CELL_LOAD)
-    lab.wait(lambda: re.search(r"\[\d+\]", lab.text(lab.cell(CELL_LOAD).locator(".jp-InputArea-prompt"))),
-             30, "%load_ext to run")
+    lab.wait(
+        lambda: re.search(r"\[\d+\]", lab.text(lab.cell(CELL_LOAD).locator(".jp-InputArea-prompt"))),
+        30,
+        "%load_ext to run",
+    )
     run(lab, CELL_ANSWERED)  # (the extension answered the kernel's hello)
     lab.wait(lambda: "live text: True" in lab.text(lab.output(CELL_ANSWERED)), 20, "the kernel to know the extension")
     lab.page.evaluate(RECORD)
@@ -101,7 +116,8 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
     live = out.locator(LIVE)
     lab.wait(lambda: live.count() == 1 and "rows" in lab.text(live), 30, "the answer's first words in the live text")
     assert {"agentik-assistant", "jp-RenderedHTMLCommon", "jp-RenderedMarkdown"} <= set(
-        str(live.get_attribute("class")).split())
+        str(live.get_attribute("class")).split()
+    )
     lab.wait(lambda: live.count() == 1 and live.locator("li").count() == 2, 30, "the list, finished, in the live text")
     lab.shot(f"live_text_{app}_streaming.png", at=out)
 
@@ -122,9 +138,11 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
 
 def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None:
     """The hello's target stays registered on the notebook's kernel connection across a restart."""
+
     def api(path: str, method: str = "GET") -> object:
-        request = urllib.request.Request(f"{lab.server.url}{path}?token={lab.server.token}", method=method,
-                                         data=b"{}" if method == "POST" else None)
+        request = urllib.request.Request(
+            f"{lab.server.url}{path}?token={lab.server.token}", method=method, data=b"{}" if method == "POST" else None
+        )
         with urllib.request.urlopen(request, timeout=30) as reply:
             return json.loads(reply.read() or b"null")
 
@@ -135,8 +153,11 @@ def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None
     lab.page.wait_for_timeout(1_000)  # (the page hears of the restart on its websocket)
     answered = lab.output(CELL_ANSWERED)
     run(lab, CELL_ANSWERED)  # (a new kernel: nothing loaded, nothing learnt)
-    lab.wait(lambda: "ModuleNotFoundError" not in lab.text(answered) and "live text: False" in lab.text(answered),
-             20, "the restarted kernel not to know the extension before %load_ext")
+    lab.wait(
+        lambda: "ModuleNotFoundError" not in lab.text(answered) and "live text: False" in lab.text(answered),
+        20,
+        "the restarted kernel not to know the extension before %load_ext",
+    )
     run(lab, CELL_LOAD)
     run(lab, CELL_ANSWERED)
     lab.wait(lambda: "live text: True" in lab.text(answered), 20, "the restarted kernel to know the extension")

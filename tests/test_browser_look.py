@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -30,11 +31,18 @@ from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "look_demo.ipynb"
 FILLER = "\n".join(f"filler_{i} = {i}" for i in range(45))
-SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", FILLER, FILLER, "%%agent\nTidy my notebook.",
-           "scaled = total * factor", "%agent tools",
-           "from agentik_jupyter.kernel.agent import get_agent\n"
-           "from agentik_jupyter.kernel.tools_table import ToolsListing\n"
-           "ToolsListing(get_agent(get_ipython()).registry)"]
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "total = 1 + 1",
+    FILLER,
+    FILLER,
+    "%%agent\nTidy my notebook.",
+    "scaled = total * factor",
+    "%agent tools",
+    "from agentik_jupyter.kernel.agent import get_agent\n"
+    "from agentik_jupyter.kernel.tools_table import ToolsListing\n"
+    "ToolsListing(get_agent(get_ipython()).registry)",
+]
 CELL_LOAD, CELL_DATA, _, _, CELL_ASK, CELL_BROKEN, CELL_TOOLS, CELL_TABLE = range(8)
 PROPOSAL = ".agentik-proposal"
 FIXED = "factor = 10\nscaled = total * factor"
@@ -62,8 +70,9 @@ APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebook
 @pytest.fixture(scope="module", params=list(APPS))
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     url_path, reset = APPS[request.param]
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-look",
-                       url_path=url_path, reset=reset) as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-look", url_path=url_path, reset=reset
+    ) as lab:
         lab.app = request.param  # type: ignore[attr-defined]  (screenshot names)
         yield lab
 
@@ -82,17 +91,21 @@ def background(locator: Any) -> str:
 
 def accept_colour(lab: Lab) -> str:
     """JupyterLab's accept-button colour (jp-mod-accept) as the browser resolves it."""
-    return str(lab.page.evaluate("""() => { const d = document.createElement('div');
+    return str(
+        lab.page.evaluate("""() => { const d = document.createElement('div');
         d.style.background = 'var(--jp-accept-color-normal, var(--md-blue-500, #2196f3))';
         document.body.appendChild(d);
-        const c = getComputedStyle(d).backgroundColor; d.remove(); return c; }"""))
+        const c = getComputedStyle(d).backgroundColor; d.remove(); return c; }""")
+    )
 
 
 def in_viewport(lab: Lab, locator: Any) -> bool:
     """Whether the element's top is inside the notebook's visible area."""
-    return bool(locator.evaluate("""el => { const s = el.closest('.jp-WindowedPanel-outer') || el.closest('.jp-Notebook');
+    return bool(
+        locator.evaluate("""el => { const s = el.closest('.jp-WindowedPanel-outer') || el.closest('.jp-Notebook');
         const a = s.getBoundingClientRect(), b = el.getBoundingClientRect();
-        return b.top >= a.top && b.top < a.bottom - 20; }"""))
+        return b.top >= a.top && b.top < a.bottom - 20; }""")
+    )
 
 
 def test_0_fix_without_the_extension_loaded_offers_to_load_it(lab: Lab) -> None:
@@ -140,8 +153,9 @@ def test_2_diff_buttons_differ_and_the_diff_is_scrolled_into_view(lab: Lab) -> N
             return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
         found = re.search(r"\[1\] id=(\S+) code", last.get("content", ""))
         if found:
-            return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": found.group(1),
-                                                                     "new_source": "total = 2"}}])
+            return Reply.tool_calls(
+                [{"name": "edit_cell", "args": {"cell_id": found.group(1), "new_source": "total = 2"}}]
+            )
         return Reply.text("END-DIFF")
 
     lab.srv.set_responder(responder)
@@ -150,8 +164,13 @@ def test_2_diff_buttons_differ_and_the_diff_is_scrolled_into_view(lab: Lab) -> N
     lab.wait(lambda: proposal.count() == 1, 30, "the diff on the data cell")
     lab.wait(lambda: in_viewport(lab, proposal), 5, "the diff's cell scrolled into view")
     # the asking cell's status says the turn waits for the user, and on which cell (not "Running edit_cell…")
-    lab.wait(lambda: f"edit_cell: waiting for your answer on the diff on cell {CELL_DATA + 1}"
-             in lab.text(lab.output(CELL_ASK)), 10, "the status to say where to act")
+    lab.wait(
+        lambda: (
+            f"edit_cell: waiting for your answer on the diff on cell {CELL_DATA + 1}" in lab.text(lab.output(CELL_ASK))
+        ),
+        10,
+        "the status to say where to act",
+    )
     shot(lab, "diff_scrolled.png")
     accept = proposal.get_by_role("button", name="Accept", exact=True)
     reject = proposal.get_by_role("button", name="Reject")
@@ -171,8 +190,9 @@ def test_2b_no_scroll_while_the_user_types_in_another_cell(lab: Lab) -> None:
         found = re.search(r"\[1\] id=(\S+) code", last.get("content", ""))
         if found:
             time.sleep(3)  # the user is in another cell's editor by then
-            return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": found.group(1),
-                                                                     "new_source": "total = 3"}}])
+            return Reply.tool_calls(
+                [{"name": "edit_cell", "args": {"cell_id": found.group(1), "new_source": "total = 3"}}]
+            )
         return Reply.text("END-UNSCROLLED")
 
     lab.srv.set_responder(responder)

@@ -16,7 +16,8 @@ One JupyterLab, kernel and page for the module; steps run in file order.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -32,11 +33,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 from agentik_jupyter.testing import Reply  # noqa: E402
 
-
 NOTEBOOK = "edits_demo.ipynb"
 CELL_LOAD, CELL_DATA, CELL_ASK, CELL_BROKEN, CELL_DEPENDENT = range(5)
-SOURCES = ["%load_ext agentik_jupyter", "total = 1 + 1", "%%agent\nLook at my notebook and fix it.",
-           "scaled = total * factor", "print('DOUBLE', scaled * 2)"]
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "total = 1 + 1",
+    "%%agent\nLook at my notebook and fix it.",
+    "scaled = total * factor",
+    "print('DOUBLE', scaled * 2)",
+]
 BROKEN_FIX = "factor = 10\nscaled = total * factor\nprint('SCALED', scaled)"
 UNSAVED = "total = price * 2  # typed, not saved"
 FIXED = "price = 21\ntotal = price * 2\nprint('TOTAL', total)"
@@ -45,14 +50,18 @@ PROPOSAL = ".agentik-proposal"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-notebook",
-                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-notebook", url_path=f"/lab/tree/{NOTEBOOK}"
+    ) as lab:
         yield lab
 
 
 def source(lab: Lab, index: int) -> str:
-    return str(lab.page.evaluate(
-        "i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.cm-content').innerText", index))
+    return str(
+        lab.page.evaluate(
+            "i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.cm-content').innerText", index
+        )
+    )
 
 
 def run_cell(lab: Lab, index: int) -> None:
@@ -62,8 +71,11 @@ def run_cell(lab: Lab, index: int) -> None:
         lab.cell(index).locator(".jp-InputArea-prompt").click()
         lab.page.keyboard.press("Shift+Enter")
         try:
-            wait_until(lambda: re.search(r"\[\d+\]", lab.text(lab.cell(index).locator(".jp-InputArea-prompt"))),
-                       8, f"cell {index} to run")
+            wait_until(
+                lambda: re.search(r"\[\d+\]", lab.text(lab.cell(index).locator(".jp-InputArea-prompt"))),
+                8,
+                f"cell {index} to run",
+            )
             return
         except AssertionError:
             if attempt == 2:
@@ -80,9 +92,11 @@ def proposal(lab: Lab) -> Any:
 
 
 def read_then_edit(target_id: str, answer: str) -> list[Reply]:
-    return [Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
-            Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": target_id, "new_source": FIXED}}]),
-            Reply.text(answer)]
+    return [
+        Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+        Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": target_id, "new_source": FIXED}}]),
+        Reply.text(answer),
+    ]
 
 
 def live_cell_ids(lab: Lab) -> list[str]:
@@ -122,9 +136,12 @@ def test_1_reads_the_unsaved_edit_and_reject_changes_nothing(lab: Lab) -> None:
 def test_2_accept_changes_the_cell_without_running_it(lab: Lab) -> None:
     target = str(lab.page.evaluate("() => window.__agentik_target"))
     prompt_before = lab.text(lab.cell(CELL_DATA).locator(".jp-InputArea-prompt"))
-    ask(lab, Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+    ask(
+        lab,
+        Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
         Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": target, "new_source": "total = 2"}}]),
-        Reply.text("Changed. END-PLAIN"))
+        Reply.text("Changed. END-PLAIN"),
+    )
     lab.wait(lambda: proposal(lab).count() == 1, 30, "the diff on the cell")
     proposal(lab).get_by_role("button", name="Accept", exact=True).click()
     lab.wait(lambda: "END-PLAIN" in lab.text(lab.output(CELL_ASK)), 30, "the answer after Accept")
@@ -167,8 +184,11 @@ def fix_responder(request: Any) -> Reply:
         return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": BROKEN_FIX}}])
     told = last.get("content", "")
     verified = "it ran without an error" in told and "SCALED 420" in told and "DOUBLE 840" in told
-    return Reply.text("Defined `factor`; the cell prints SCALED 420 and the next DOUBLE 840. END-FIXED"
-                      if verified else "Not verified.")
+    return Reply.text(
+        "Defined `factor`; the cell prints SCALED 420 and the next DOUBLE 840. END-FIXED"
+        if verified
+        else "Not verified."
+    )
 
 
 def test_3_fix_with_agent_fixes_the_failing_cell(lab: Lab) -> None:

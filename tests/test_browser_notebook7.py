@@ -9,7 +9,8 @@ Accept and run / Reject; Reject leaves the cell as it was and the model is told;
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -33,8 +34,14 @@ EDITED = "rate = 2  # from the agent"
 
 @pytest.fixture(scope="module")
 def nb7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="notebook7-edits",
-                       url_path=url_path("notebook7", NOTEBOOK), reset=False) as lab:
+    with notebook_page(
+        tmp_path_factory,
+        NOTEBOOK,
+        SOURCES,
+        artifact="notebook7-edits",
+        url_path=url_path("notebook7", NOTEBOOK),
+        reset=False,
+    ) as lab:
         time.sleep(2.0)
         # Notebook 7.6 itself logs "Cannot read properties of undefined (reading 'schema')" while the
         # page loads, with the agentik extension disabled too: only errors after the load count.
@@ -47,9 +54,11 @@ def proposal(lab: Lab) -> Any:
 
 
 def ask_edit(lab: Lab, cell_id: str, answer: str) -> None:
-    lab.srv.push(Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
-                 Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": EDITED}}]),
-                 Reply.text(answer))
+    lab.srv.push(
+        Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+        Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": EDITED}}]),
+        Reply.text(answer),
+    )
     run_cell(lab, CELL_ASK)
     lab.wait(lambda: proposal(lab).count() == 1 and proposal(lab).is_visible(), 30, "the diff on the cell")
 

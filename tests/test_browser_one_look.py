@@ -13,7 +13,8 @@ tests/artifacts/one_look_<app>_*.png.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -31,14 +32,22 @@ WAIT_QUESTION = "Describe them, and I wait for you."
 
 
 def answer(tag: str) -> str:
-    return (f"FIRST-PARAGRAPH The units grow in every region, north ahead of **south**. "
-            + " ".join(f"word{i}" for i in range(40)) + "\n\n"
-            + "\n\n".join(f"Paragraph {i}: the units grew again this month in region {i}." for i in range(10))
-            + f"\n\n{tag}")
+    return (
+        "FIRST-PARAGRAPH The units grow in every region, north ahead of **south**. "
+        + " ".join(f"word{i}" for i in range(40))
+        + "\n\n"
+        + "\n\n".join(f"Paragraph {i}: the units grew again this month in region {i}." for i in range(10))
+        + f"\n\n{tag}"
+    )
 
 
-SOURCES = ["%load_ext agentik_jupyter", "%agent panel", f"%%agent\n{QUESTION}", f"%%agent\n{DARK_QUESTION}",
-           f"%%agent --wait\n{WAIT_QUESTION}"]
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "%agent panel",
+    f"%%agent\n{QUESTION}",
+    f"%%agent\n{DARK_QUESTION}",
+    f"%%agent --wait\n{WAIT_QUESTION}",
+]
 CELL_LOAD, CELL_PANEL, CELL_ASK, CELL_DARK, CELL_WAIT = range(5)
 APPS = {"jupyterlab": (f"/lab/tree/{NOTEBOOK}", True), "notebook7": (f"/notebooks/{NOTEBOOK}", False)}
 
@@ -82,8 +91,9 @@ COLOURS = """(out, scope) => {
 @pytest.fixture(scope="module", params=list(APPS))
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     url_path, reset = APPS[request.param]
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-one-look",
-                       url_path=url_path, reset=reset) as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact=f"{request.param}-one-look", url_path=url_path, reset=reset
+    ) as lab:
         lab.app = request.param  # type: ignore[attr-defined]
         yield lab
 

@@ -13,7 +13,8 @@ Screenshots in tests/artifacts/panel_live_*.png.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -21,8 +22,9 @@ from .test_browser import Lab, browser_lab, choose_the_kernel_if_asked, lab_serv
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 from playwright.sync_api import Error as PlaywrightError  # noqa: E402
+
+from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
 from .kernel_support import AGENT_EXPR  # noqa: E402
 
@@ -45,8 +47,23 @@ FRESH_ANSWER = paragraphs("Fresh", 24) + "\n\nEND-FRESH"  # (taller than the box
 READING_ANSWER = paragraphs("Reading", 20) + "\n\nEND-READING"
 PINNED_ANSWER = paragraphs("Pinned", 20) + "\n\nEND-PINNED"
 
-(CELL_LOAD, CELL_DATA, CELL_FIRST, CELL_PANEL, CELL_BACKGROUND, CELL_WAITED, CELL_LONG, CELL_STOP,
- CELL_READING, CELL_PINNED, CELL_NEW, CELL_RESUME, CELL_FRESH, CELL_TEMP, CELL_AFTER_TEMP) = range(15)
+(
+    CELL_LOAD,
+    CELL_DATA,
+    CELL_FIRST,
+    CELL_PANEL,
+    CELL_BACKGROUND,
+    CELL_WAITED,
+    CELL_LONG,
+    CELL_STOP,
+    CELL_READING,
+    CELL_PINNED,
+    CELL_NEW,
+    CELL_RESUME,
+    CELL_FRESH,
+    CELL_TEMP,
+    CELL_AFTER_TEMP,
+) = range(15)
 CELL_SOURCES = [
     "%load_ext agentik_jupyter",
     "import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south', 'east'], 'units': [1, 2, 3]})",
@@ -72,19 +89,27 @@ SCROLLER = """
 """
 """The box that scrolls `el`: its nearest ancestor that can scroll and has more than it shows."""
 
-GEOMETRY = "(el) => {" + SCROLLER + """
+GEOMETRY = (
+    "(el) => {"
+    + SCROLLER
+    + """
   const r = el.getBoundingClientRect(), b = box.getBoundingClientRect();
   const w = el.closest('.jp-WindowedPanel-outer').getBoundingClientRect();
   return {top: r.top, bottom: r.bottom, boxTop: b.top, boxBottom: b.bottom, windowTop: w.top, windowBottom: w.bottom,
           inPanel: box.closest('.jp-OutputArea-output') !== null,
           scrollTop: box.scrollTop, scrollHeight: box.scrollHeight, clientHeight: box.clientHeight};
 }"""
+)
 """Where `el` is against its scrolling box (the panel's conversation), in pixels."""
 
-SCROLL_TO = "(el, where) => {" + SCROLLER + """
+SCROLL_TO = (
+    "(el, where) => {"
+    + SCROLLER
+    + """
   box.scrollTop = where === 'top' ? -box.scrollHeight : box.scrollHeight;  // clamped either way
   return box.scrollTop;
 }"""
+)
 """Scroll the element's scrolling box to its top or bottom, as a user dragging it would
 (a column-reverse box counts from its bottom: negative values; a plain one from its top)."""
 
@@ -95,9 +120,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
     write_code_cells(root / NOTEBOOK, CELL_SOURCES)
-    with FakeLLMServer(chunk_delay=CHUNK_DELAY) as srv, \
-            lab_server(root, home, srv, artifact="jupyterlab_panel_live") as server, \
-            browser_lab(srv, server, artifact="jupyterlab_panel_live", height=1000, levels=("error",)) as lab:
+    with (
+        FakeLLMServer(chunk_delay=CHUNK_DELAY) as srv,
+        lab_server(root, home, srv, artifact="jupyterlab_panel_live") as server,
+        browser_lab(srv, server, artifact="jupyterlab_panel_live", height=1000, levels=("error",)) as lab,
+    ):
         yield lab
 
 
@@ -169,8 +196,7 @@ def test_1_history_shows_with_the_last_reply_in_view(lab: Lab) -> None:
 
 
 def test_2_a_background_cell_turn_appears_in_the_panel(lab: Lab) -> None:
-    lab.srv.push(Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "sales"}}]),
-                 Reply.text(CELL_ANSWER))
+    lab.srv.push(Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "sales"}}]), Reply.text(CELL_ANSWER))
     run_cell(lab, CELL_BACKGROUND)
     look_at_panel(lab)
     lab.wait(lambda: "Describe sales from a cell" in lab.text(panel(lab)), 20, "the cell's question in the panel")
@@ -240,8 +266,11 @@ def test_6_a_resumed_session_keeps_the_stopped_mark(lab: Lab) -> None:
     lab.wait(lambda: "END-PINNED" not in lab.text(panel(lab)), 10, "the panel emptied by %agent new")
     run_cell(lab, CELL_RESUME)
     look_at_panel(lab)
-    lab.wait(lambda: "END-PINNED" in lab.text(panel(lab)) and "Write a long essay from a cell" in lab.text(panel(lab)),
-             20, "the session re-rendered from the file")
+    lab.wait(
+        lambda: "END-PINNED" in lab.text(panel(lab)) and "Write a long essay from a cell" in lab.text(panel(lab)),
+        20,
+        "the session re-rendered from the file",
+    )
     text = lab.text(panel(lab))
     assert text.count("■ Stopped: the answer above is incomplete") == 1, text
     assert "Interrupted by the user" not in text

@@ -9,7 +9,8 @@ and the metadata `{"agentik": {"proposal": true}}` (set by the extension, labext
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import nbformat
 import pytest
@@ -30,8 +31,9 @@ CODE = "x = 21\nprint('DOUBLE', x * 2)"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with notebook_page(tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-proposal",
-                       url_path=f"/lab/tree/{NOTEBOOK}") as lab:
+    with notebook_page(
+        tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-proposal", url_path=f"/lab/tree/{NOTEBOOK}"
+    ) as lab:
         yield lab
 
 
@@ -47,8 +49,10 @@ def saved_proposal(lab: Lab) -> Any:
 
 def test_an_inserted_cell_is_marked_as_an_unrun_proposal(lab: Lab) -> None:
     run_cell(lab, CELL_LOAD)
-    lab.srv.push(Reply.tool_calls([{"name": "insert_cell", "args": {"source": CODE}}]),
-                 Reply.text("Review the cell below. END-PROPOSE"))
+    lab.srv.push(
+        Reply.tool_calls([{"name": "insert_cell", "args": {"source": CODE}}]),
+        Reply.text("Review the cell below. END-PROPOSE"),
+    )
     run_cell(lab, CELL_ASK)
     lab.wait(lambda: "END-PROPOSE" in lab.text(lab.output(CELL_ASK)), 60, "the proposing turn to end")
     proposed = lab.cell(CELL_ASK + 1)

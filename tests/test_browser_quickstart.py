@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import nbformat
 import pytest
+
+from agentik_jupyter.testing import FakeLLMServer
 
 from .browser_apps import APPS, is_notebook7, reset, shot, unsaved_changes, url_path
 from .test_browser import (
@@ -27,7 +29,6 @@ from .test_browser import (
     browser_lab,
     lab_server,
 )
-from agentik_jupyter.testing import FakeLLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -43,9 +44,11 @@ def opened(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     root.mkdir()
     shutil.copy(QUICKSTART, root / QUICKSTART.name)
     artifact = f"{app}-quickstart"
-    with FakeLLMServer() as srv, \
-            lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "q.agentik.db")) as server, \
-            browser_lab(srv, server, artifact=artifact, height=1300) as lab:
+    with (
+        FakeLLMServer() as srv,
+        lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "q.agentik.db")) as server,
+        browser_lab(srv, server, artifact=artifact, height=1300) as lab,
+    ):
         query = "reset&" if reset(app) else ""
         lab.page.goto(f"{server.url}{url_path(app, QUICKSTART.name)}?{query}token={server.token}", timeout=30_000)
         lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
@@ -67,7 +70,8 @@ def test_the_saved_quickstart_renders_every_turn(opened: Lab) -> None:
 
 def test_a_turn_whose_tool_failed_is_not_shown_done(opened: Lab) -> None:
     failed = opened.page.locator(TRANSCRIPT).filter(
-        has=opened.page.locator(".agentik-question").get_by_text("Plot the unit column of sales.", exact=True))
+        has=opened.page.locator(".agentik-question").get_by_text("Plot the unit column of sales.", exact=True)
+    )
     status = opened.text(failed.locator(".agentik-status"))
     assert "✓ Done" not in status and "Finished with 1 failed tool call" in status, status
 

@@ -27,10 +27,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 import nbformat  # noqa: E402
 from playwright import sync_api  # noqa: E402
 
-from .jupyter_servers import jupyter  # noqa: E402
-
 from agentik_jupyter.types import ChatMessage  # noqa: E402
 from agentik_jupyter.widgets.transcript import PLAIN_TEXT_LIMIT, transcript_bundle  # noqa: E402
+
+from .jupyter_servers import jupyter  # noqa: E402
 
 NOTEBOOK = "loads_nothing.ipynb"
 LONG_NOTEBOOK = "long_answer.ipynb"
@@ -65,14 +65,35 @@ def hostile_transcript(base: str) -> dict[str, Any]:
     answer = "Answer with payloads END-URLS\n\n" + "\n\n".join(payloads(base))
     preview = "<p>preview-ok</p>" + "".join(payloads(base)[:-1])
     return {
-        "version": 1, "title": None, "status": "complete", "usage": None, "elapsed_s": 0.1,
+        "version": 1,
+        "title": None,
+        "status": "complete",
+        "usage": None,
+        "elapsed_s": 0.1,
         "entries": [
             {"role": "user", "content": "Show me the payloads"},
-            {"role": "tool", "id": "c1", "name": "inspect_variable", "args": {"name": "df"},
-             "result": "text", "truncated": 0, "error": None, "duration_ms": 1.0,
-             "display": {"text/html": preview}},
-            {"role": "tool", "id": "c2", "name": "plot", "args": {}, "result": "a figure", "truncated": 0,
-             "error": None, "duration_ms": 1.0, "display": {"image/png": PNG_1X1}},
+            {
+                "role": "tool",
+                "id": "c1",
+                "name": "inspect_variable",
+                "args": {"name": "df"},
+                "result": "text",
+                "truncated": 0,
+                "error": None,
+                "duration_ms": 1.0,
+                "display": {"text/html": preview},
+            },
+            {
+                "role": "tool",
+                "id": "c2",
+                "name": "plot",
+                "args": {},
+                "result": "a figure",
+                "truncated": 0,
+                "error": None,
+                "duration_ms": 1.0,
+                "display": {"image/png": PNG_1X1},
+            },
             {"role": "assistant", "content": answer},
         ],
     }
@@ -82,11 +103,17 @@ def long_answer_bundle(base: str, *, tampered: bool) -> dict[str, Any]:
     """A saved turn, built by the kernel's own code, whose long answer the renderer draws from
     the bundle's HTML (as every answer over PLAIN_TEXT_LIMIT). The model's answer carries the payloads (the
     kernel escapes them); `tampered` also puts them, live, where the renderer reads the HTML."""
-    answer = ("LONG-START " + "The units column grows with each region. " * 700 + "\n\n"
-              + "\n\n".join(payloads(base)) + "\n\n**END-LONG**")
+    answer = (
+        "LONG-START "
+        + "The units column grows with each region. " * 700
+        + "\n\n"
+        + "\n\n".join(payloads(base))
+        + "\n\n**END-LONG**"
+    )
     assert len(answer) > PLAIN_TEXT_LIMIT
-    bundle = transcript_bundle([ChatMessage(role="assistant", content=answer)],
-                               question="Write the long report", status="complete")
+    bundle = transcript_bundle(
+        [ChatMessage(role="assistant", content=answer)], question="Write the long report", status="complete"
+    )
     marker = 'data-agentik-entry="1">'
     assert marker in bundle["text/html"] and bundle[TRANSCRIPT_MIME]["entries"][1]["in_html"] is True
     if tampered:
@@ -123,7 +150,7 @@ class Listener:
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "Listener":
+    def __enter__(self) -> Listener:
         self.thread.start()
         return self
 
@@ -146,11 +173,17 @@ def lab_page(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[A
         (toc / "registry.jupyterlab-settings").write_text('{"includeOutput": false}')
     with contextlib.ExitStack() as stack:
         listener = stack.enter_context(Listener())
-        write_notebook(root / NOTEBOOK, "%%agent --wait\nShow me the payloads",
-                       {"text/plain": "transcript", TRANSCRIPT_MIME: hostile_transcript(listener.base)})
+        write_notebook(
+            root / NOTEBOOK,
+            "%%agent --wait\nShow me the payloads",
+            {"text/plain": "transcript", TRANSCRIPT_MIME: hostile_transcript(listener.base)},
+        )
         for name, tampered in ((LONG_NOTEBOOK, False), (TAMPERED_NOTEBOOK, True)):
-            write_notebook(root / name, "%%agent --wait\nWrite the long report",
-                           long_answer_bundle(listener.base, tampered=tampered))
+            write_notebook(
+                root / name,
+                "%%agent --wait\nWrite the long report",
+                long_answer_bundle(listener.base, tampered=tampered),
+            )
         with pytest.MonkeyPatch.context() as mp:
             for name in [n for n in os.environ if n.startswith(("AGENTIK_", "LLM_"))]:
                 mp.delenv(name)

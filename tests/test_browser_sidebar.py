@@ -11,7 +11,8 @@ Reuses tests/test_browser.py's helpers; its own JupyterLab, kernel and page (mod
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -53,8 +54,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     write_code_cells(root / NOTEBOOK, CELL_SOURCES)
     write_code_cells(root / LONG_NOTEBOOK, LONG_SOURCES)
     write_long_session(root / LONG_NOTEBOOK.replace(".ipynb", ".agentik.db"), LONG_TURNS)
-    with FakeLLMServer() as srv, lab_server(root, home, srv, artifact="jupyterlab_sidebar") as server, \
-            browser_lab(srv, server, artifact="jupyterlab_sidebar", height=1000, levels=("error",)) as lab:
+    with (
+        FakeLLMServer() as srv,
+        lab_server(root, home, srv, artifact="jupyterlab_sidebar") as server,
+        browser_lab(srv, server, artifact="jupyterlab_sidebar", height=1000, levels=("error",)) as lab,
+    ):
         yield lab
 
 
@@ -170,8 +174,11 @@ def test_6_at_in_the_panel_suggests_variables(lab: Lab) -> None:
     box.click()
     box.press_sequentially("Compare @sa", delay=40)
     choice = panel.get_by_role("button", name="@sales", exact=True)
-    lab.wait(lambda: choice.is_visible() and panel.get_by_role("button", name="@sales_q").is_visible(), 10,
-             "the @ suggestions")
+    lab.wait(
+        lambda: choice.is_visible() and panel.get_by_role("button", name="@sales_q").is_visible(),
+        10,
+        "the @ suggestions",
+    )
     assert choice.get_attribute("title") == "sales: pandas.DataFrame"
     lab.shot("panel_mentions.png", at=box)
     choice.click()

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -81,8 +81,11 @@ def trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trust]:
     marker = tmp / "pwned"
     write_code_cells(root / NOTEBOOK, CELL_SOURCES)
     good = shipped_db(root / DB, marker)
-    with FakeLLMServer() as srv, lab_server(root, home, srv, artifact="jupyterlab_sidebar_trust") as server, \
-            browser_lab(srv, server, artifact="jupyterlab_sidebar_trust", height=1000, levels=("error",)) as lab:
+    with (
+        FakeLLMServer() as srv,
+        lab_server(root, home, srv, artifact="jupyterlab_sidebar_trust") as server,
+        browser_lab(srv, server, artifact="jupyterlab_sidebar_trust", height=1000, levels=("error",)) as lab,
+    ):
         yield Trust(lab, tmp, marker, good)
 
 

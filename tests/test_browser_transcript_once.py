@@ -12,34 +12,46 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TRANSCRIPT, TRANSCRIPT_MIME, quiet_lab_settings, wait_until
+from .test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TRANSCRIPT,
+    TRANSCRIPT_MIME,
+    quiet_lab_settings,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 from playwright import sync_api  # noqa: E402
 
+from agentik_jupyter.types import ChatMessage  # noqa: E402
+from agentik_jupyter.widgets.transcript import transcript_bundle  # noqa: E402
+
 from .jupyter_servers import jupyter  # noqa: E402
 from .test_browser_renderer import write_notebook  # noqa: E402
 from .test_transcript_once import report  # noqa: E402
 
-from agentik_jupyter.types import ChatMessage  # noqa: E402
-from agentik_jupyter.widgets.transcript import transcript_bundle  # noqa: E402
-
-ANSWER = ("START-OF-ANSWER The **sales** frame, [pandas docs](https://pandas.pydata.org/), and "
-          "`units`.\n\n" + report(3_400) + "\n\n1. first *step*\n2. second step\n\n"
-          "```\nsales.groupby('region').units.sum()\n```\n\nThe end: **END-OF-ANSWER**")
+ANSWER = (
+    "START-OF-ANSWER The **sales** frame, [pandas docs](https://pandas.pydata.org/), and "
+    "`units`.\n\n" + report(3_400) + "\n\n1. first *step*\n2. second step\n\n"
+    "```\nsales.groupby('region').units.sum()\n```\n\nThe end: **END-OF-ANSWER**"
+)
 FORMS = ("saved_now", "saved_before")
 ELEMENTS = "p, li, strong, em, code, pre, a"
 
 
 def bundles() -> dict[str, dict[str, Any]]:
-    now = transcript_bundle([ChatMessage(role="assistant", content=ANSWER)],
-                            question="Write the report.", status="complete", elapsed_s=2.0)
+    now = transcript_bundle(
+        [ChatMessage(role="assistant", content=ANSWER)], question="Write the report.", status="complete", elapsed_s=2.0
+    )
     assert now[TRANSCRIPT_MIME]["entries"][1]["in_html"] is True
     before = copy.deepcopy(now)  # what an older version saved: the whole Markdown in the JSON
     before[TRANSCRIPT_MIME]["entries"][1] = {"role": "assistant", "content": ANSWER}
@@ -88,4 +100,7 @@ def test_an_answer_saved_in_the_html_is_drawn_as_one_saved_in_the_json(lab: tupl
     assert now["elements"] == before["elements"] and now["elements"].count("LI") >= 4
     assert now["classes"] == before["classes"] == "agentik-assistant jp-RenderedHTMLCommon jp-RenderedMarkdown"
     assert now["links"] == before["links"] == [["https://pandas.pydata.org/", "_blank"]]
-    assert abs(now["size"][1] - before["size"][1]) <= 2 and now["size"][0] == before["size"][0], (now["size"], before["size"])
+    assert abs(now["size"][1] - before["size"][1]) <= 2 and now["size"][0] == before["size"][0], (
+        now["size"],
+        before["size"],
+    )

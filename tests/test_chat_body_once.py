@@ -7,16 +7,17 @@ import json
 
 import pytest
 
-from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.core.chat_route import load_body, parse_request
+from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.server.sse import normalise
 
 CALL = {"id": "c1", "name": "row_count", "args": {"table": "a"}}
 
 
 def test_normalise_takes_parsed_json_and_accepts_camel_case_tool_calls() -> None:
-    raw = json.dumps({"messages": [{"role": "user", "content": "rows?"},
-                                   {"role": "assistant", "content": "", "toolCalls": [CALL]}]})
+    raw = json.dumps(
+        {"messages": [{"role": "user", "content": "rows?"}, {"role": "assistant", "content": "", "toolCalls": [CALL]}]}
+    )
     request = parse_request(normalise(load_body(raw)), environ={})
     assert request.messages[1].tool_calls is not None and request.messages[1].tool_calls[0].name == "row_count"
 

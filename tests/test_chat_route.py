@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.core.chat_route import build_system_prompt, handle, parse_request
+from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from agentik_jupyter.types import AgentContext, VariableSummary
@@ -13,13 +13,20 @@ from agentik_jupyter.types import AgentContext, VariableSummary
 
 def test_system_prompt_says_where_we_are_and_adds_standing_instructions() -> None:
     ctx = AgentContext(
-        notebook_path="/work/sales.ipynb", cell_id="cell-7", execution_count=12,
+        notebook_path="/work/sales.ipynb",
+        cell_id="cell-7",
+        execution_count=12,
         variables=[VariableSummary(name="df", type="pandas.DataFrame", shape="(100, 3)")],
     )
     prompt = build_system_prompt(ctx, {"AGENTIK_SYSTEM_PROMPT": "Answer in French."})
     assert "/work/" not in prompt  # the notebook's name; the user's folders are not the model's business
-    for expected in ("Notebook: sales.ipynb", "cell-7", "Execution count: 12", "- df: pandas.DataFrame (100, 3)",
-                     "Answer in French."):
+    for expected in (
+        "Notebook: sales.ipynb",
+        "cell-7",
+        "Execution count: 12",
+        "- df: pandas.DataFrame (100, 3)",
+        "Answer in French.",
+    ):
         assert expected in prompt
     assert "Answer in French." not in build_system_prompt(ctx, {})
 

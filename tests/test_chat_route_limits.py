@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 
-from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.core.chat_route import parse_request
+from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from tests.jupyter_servers import RunningServer, jupyter, server_fixtures
@@ -44,7 +44,9 @@ def post(server: RunningServer, body: bytes | str | dict[str, object], accept: s
     return httpx2.post(f"{server.url}/agentik/api/chat", content=data, headers=headers, timeout=60)
 
 
-def raw_post(server: RunningServer, length: int, sent: bytes, chunked: bool = False) -> tuple[int, dict[str, object], float]:
+def raw_post(
+    server: RunningServer, length: int, sent: bytes, chunked: bool = False
+) -> tuple[int, dict[str, object], float]:
     """Announce `length` bytes (or send chunks), send only `sent`, and read the answer: (status, JSON, seconds)."""
     address = urlsplit(server.url)
     framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {length}"
@@ -73,7 +75,7 @@ def _length(reply: bytes) -> int:
 
 
 def nested(depth: int) -> str:
-    return json.dumps({"messages": HELLO, "context": None})[:-len("null}")] + "[" * depth + "]" * depth + "}"
+    return json.dumps({"messages": HELLO, "context": None})[: -len("null}")] + "[" * depth + "]" * depth + "}"
 
 
 @pytest.mark.parametrize("depth", [100_000, 200])
@@ -110,7 +112,9 @@ def test_the_cap_is_configurable_and_bodies_under_it_still_work(limited: Running
 
 def test_a_chunked_body_over_the_cap_is_413(limited: RunningServer) -> None:
     payload = b'{"messages": [{"role": "user", "content": "' + b"x" * (2 * SMALL_CAP) + b'"}]}'
-    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[i:i + 8192] for i in range(0, len(payload), 8192)))
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[i : i + 8192] for i in range(0, len(payload), 8192))
+    )
     status, body, _ = raw_post(limited, 0, chunks + b"0\r\n\r\n", chunked=True)
     assert status == 413 and isinstance(body, dict) and body["error"] == "Request body too large"
 
@@ -141,5 +145,3 @@ def test_without_an_allow_list_any_model_is_taken() -> None:
 def test_the_server_log_has_no_traceback_for_these(server: RunningServer) -> None:
     post(server, nested(100_000))
     assert "RecursionError" not in server.log() and "Uncaught exception" not in server.log()
-
-

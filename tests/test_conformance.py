@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
+from agentik_jupyter.errors import BadRequestError, NotFoundError, ProviderError, RateLimitError, StreamError
 from agentik_jupyter.providers._http import NO_RETRY
 from agentik_jupyter.providers.anthropic import AnthropicAdapter
 from agentik_jupyter.providers.base import (
@@ -26,10 +28,8 @@ from agentik_jupyter.providers.base import (
     ToolCallArgsDelta,
     ToolCallStart,
 )
-from agentik_jupyter.errors import BadRequestError, NotFoundError, ProviderError, RateLimitError, StreamError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 from agentik_jupyter.types import ChatMessage
-
 
 CORPUS = Path(__file__).parent / "data" / "conformance"
 # Where the corpus was recorded: beside the repository in the project's own workspace only.

@@ -9,7 +9,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,11 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
+from agentik_jupyter.core.orchestrator import Orchestrator
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.notebook.tools import insert_cell_tool
+from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.context import (
     CodeExecutionError,
     make_context_tools,
@@ -25,13 +30,9 @@ from agentik_jupyter.tools.context import (
     summarize_variables,
     variables_of,
 )
-from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.tools.dataframes import BUDGET_CHARS, MAX_COLUMNS
 from agentik_jupyter.tools.inspection import INSPECT_BUDGET_CHARS
-from agentik_jupyter.core.orchestrator import Orchestrator
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function
-from agentik_jupyter.core.store import AgentStore, ChatStore
-from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.types import ChatMessage, ToolOutput
 
 BIG_ROWS = 10_000_000
@@ -88,8 +89,11 @@ def mixed_frame() -> pd.DataFrame:
 
 
 def test_list_variables_shows_only_user_data(shell: InteractiveShell) -> None:
-    run(shell, "import numpy as np\nimport os\nx = 3\nname = 'abc'\narr = np.zeros((4, 5))\n"
-               "def helper(): pass\nclass Thing: pass\n_private = 1\nd = {'a': 1}\n1 + 1")
+    run(
+        shell,
+        "import numpy as np\nimport os\nx = 3\nname = 'abc'\narr = np.zeros((4, 5))\n"
+        "def helper(): pass\nclass Thing: pass\n_private = 1\nd = {'a': 1}\n1 + 1",
+    )
     out = tools_of(shell)["list_variables"]()
     names = [line.split(":")[0].strip() for line in out.text.splitlines()[1:]]
     assert names == ["x", "name", "arr", "d"]
@@ -160,8 +164,11 @@ def test_inspect_containers_show_first_items(shell: InteractiveShell) -> None:
 
 
 def test_inspect_other_objects_and_attribute_paths(shell: InteractiveShell) -> None:
-    run(shell, "class Model:\n    def __init__(self):\n        self.coef_ = [0.5, 2.0]\n        self.name = 'x' * 10000\n"
-               "m = Model()\ntext = 'hello ' * 5000")
+    run(
+        shell,
+        "class Model:\n    def __init__(self):\n        self.coef_ = [0.5, 2.0]\n        self.name = 'x' * 10000\n"
+        "m = Model()\ntext = 'hello ' * 5000",
+    )
     tools = tools_of(shell)
     m_text = tools["inspect_variable"](name="m").text
     assert "attributes: coef_, name" in m_text and len(m_text) <= INSPECT_BUDGET_CHARS
@@ -299,7 +306,9 @@ def test_cell_history_is_bounded(shell: InteractiveShell) -> None:
 async def test_run_code_returns_output_and_final_value(shell: InteractiveShell) -> None:
     shell.user_ns["x"] = 20
     before = shell.execution_count
-    out = await tools_of(shell)["run_code"](code="print('hello')\nimport sys\nprint('warn', file=sys.stderr)\ny = x * 2\ny + 2")
+    out = await tools_of(shell)["run_code"](
+        code="print('hello')\nimport sys\nprint('warn', file=sys.stderr)\ny = x * 2\ny + 2"
+    )
     assert "stdout:\nhello" in out.text and "stderr:\nwarn" in out.text and "result (int):\n42" in out.text
     assert shell.user_ns["y"] == 40 and shell.execution_count == before
     assert "hello" in out.display["text/html"]
@@ -384,8 +393,7 @@ def test_insert_cell_proposes_the_source(shell: InteractiveShell) -> None:
 def test_register_context_tools_keeps_policies_and_user_tools(shell: InteractiveShell) -> None:
     registry = ToolRegistry()
     names = [t.name for t in register_context_tools(registry, shell)]
-    assert names == ["list_variables", "inspect_variable", "describe_dataframe", "get_cell_history",
-                     "run_code"]
+    assert names == ["list_variables", "inspect_variable", "describe_dataframe", "get_cell_history", "run_code"]
     assert registry.get("run_code").policy == "ask" and registry.get("list_variables").policy == "auto"
     registry.set_policy("run_code", "auto")
 
@@ -430,7 +438,9 @@ def kernel_run(kc: Any, code: str, timeout: float = 60, ok: bool = True) -> tupl
 
 
 def test_tools_in_a_real_kernel(kernel: Any) -> None:
-    kernel_run(kernel, """
+    kernel_run(
+        kernel,
+        """
 import numpy as np, pandas as pd, polars as pl
 %matplotlib inline
 from agentik_jupyter.tools.context import make_context_tools, variables_of
@@ -441,9 +451,12 @@ df = pd.DataFrame({"age": [31.0, None, 45.0], "city": ["Paris", None, "Lyon"]})
 arr = np.linspace(0, 1, 11)
 cfg = {"alpha": 0.1, "layers": [64, 32]}
 pdf = pl.DataFrame({"x": [1, None, 3]})
-""")
+""",
+    )
     kernel_run(kernel, "1 / 0", ok=False)
-    out, _ = kernel_run(kernel, """
+    out, _ = kernel_run(
+        kernel,
+        """
 import json, threading
 results = {
     "list": tools["list_variables"]().text,
@@ -462,7 +475,8 @@ results["run"] = ran.text
 results["png"] = "image/png" in ran.display or "<img" in ran.display["text/html"]
 results["count_same"] = get_ipython().execution_count == before
 print(json.dumps(results))
-""")
+""",
+    )
     results = json.loads(out.strip().splitlines()[-1])
     assert results["vars"] == ["tools", "ints", "big", "df", "arr", "cfg", "pdf"]
     assert "big: pandas.DataFrame (10000000, 500)" in results["list"] and "np" not in results["list"].split()
@@ -476,18 +490,27 @@ print(json.dumps(results))
 
 
 def test_insert_cell_reaches_the_frontend_as_a_payload(kernel: Any) -> None:
-    _, reply = kernel_run(kernel, """
+    _, reply = kernel_run(
+        kernel,
+        """
 from agentik_jupyter.notebook.tools import insert_cell_tool
 insert = insert_cell_tool(get_ipython()).execute
 await insert(source="a = 1")
 await insert(source="b = 2")
-""")
+""",
+    )
     payloads = [p for p in reply["payload"] if p["source"] == "set_next_input"]
-    assert len(payloads) == 1 and payloads[0]["text"] == f"{PROPOSAL_LINE}\na = 1\n\nb = 2" and payloads[0]["replace"] is False
+    assert (
+        len(payloads) == 1
+        and payloads[0]["text"] == f"{PROPOSAL_LINE}\na = 1\n\nb = 2"
+        and payloads[0]["replace"] is False
+    )
 
 
 def test_user_tools_defined_in_the_kernel_appear_and_are_replaced(kernel: Any) -> None:
-    kernel_run(kernel, """
+    kernel_run(
+        kernel,
+        """
 from agentik_jupyter import tool
 from agentik_jupyter.tools.registry import default_registry
 
@@ -495,23 +518,32 @@ from agentik_jupyter.tools.registry import default_registry
 def revenue(region: str) -> str:
     '''Revenue of a region.'''
     return region
-""")
-    kernel_run(kernel, """
+""",
+    )
+    kernel_run(
+        kernel,
+        """
 @tool
 def revenue(region: str, year: int = 2024) -> str:
     '''Revenue of a region in a year.'''
     return f"{region} {year}"
-""")
-    out, _ = kernel_run(kernel, """
+""",
+    )
+    out, _ = kernel_run(
+        kernel,
+        """
 d = default_registry.get("revenue")
 print(d.description, [p.key for p in d.parameters], d.execute(region="EU"), sep="|")
-""")
+""",
+    )
     assert out.strip() == "Revenue of a region in a year.|['region', 'year']|EU 2024"
 
 
 def test_running_the_orchestrator_on_the_kernel_loop_keeps_cells_responsive(kernel: Any) -> None:
     """A background turn waits for approval while other cells run; a later cell approves it."""
-    kernel_run(kernel, """
+    kernel_run(
+        kernel,
+        """
 import asyncio
 from agentik_jupyter.tools.approval import ApprovalGate
 from agentik_jupyter.tools.context import register_context_tools
@@ -528,8 +560,13 @@ transport = ScriptedTransport([Step.call("run_code", {"code": "approved_value = 
 chat = ChatStore()
 orch = Orchestrator(transport, registry, chat, AgentStore(), approver=ApprovalGate(present=pending.append))
 turn = asyncio.get_running_loop().create_task(orch.run([ChatMessage(role="user", content="go")]))
-""")
-    out, _ = kernel_run(kernel, "await asyncio.sleep(0.2)\nprint(len(pending), turn.done(), 'approved_value' in globals())")
+""",
+    )
+    out, _ = kernel_run(
+        kernel, "await asyncio.sleep(0.2)\nprint(len(pending), turn.done(), 'approved_value' in globals())"
+    )
     assert out.split() == ["1", "False", "False"]
-    out, _ = kernel_run(kernel, "pending[0].approve()\nawait asyncio.wait_for(turn, 10)\nprint(turn.result().reason, approved_value)")
+    out, _ = kernel_run(
+        kernel, "pending[0].approve()\nawait asyncio.wait_for(turn, 10)\nprint(turn.result().reason, approved_value)"
+    )
     assert out.split() == ["complete", "42"]

@@ -24,8 +24,10 @@ from agentik_jupyter.testing.replies import RecordedRequest, Reply
 from .kernel_support import Execution, RawKernel, kernel_env, transcript
 
 SYSTEM = "You help in a notebook.\nVariables:\n- sales: pandas.DataFrame (100, 3)\n- rng: numpy.Generator\n"
-BUILTIN = ("list_variables inspect_variable describe_dataframe get_cell_history run_code insert_cell "
-           "read_notebook edit_cell delete_cell run_cells").split()
+BUILTIN = (
+    "list_variables inspect_variable describe_dataframe get_cell_history run_code insert_cell "
+    "read_notebook edit_cell delete_cell run_cells"
+).split()
 COLUMNS = ["units", "it's", 'say "hi"', "a'b\"c", "back\\slash", "two words", "'''", '"""', "ünïcode", "x)]}"]
 CODE_ARGS = {"run_code": "code", "insert_cell": "source", "edit_cell": "new_source"}
 
@@ -37,8 +39,11 @@ def openai_request(question: str, *extra: dict[str, Any]) -> RecordedRequest:
 
 
 def anthropic_request(question: str) -> RecordedRequest:
-    body = {"system": SYSTEM, "messages": [{"role": "user", "content": [{"type": "text", "text": question}]}],
-            "tools": [{"name": n, "input_schema": {}} for n in BUILTIN]}
+    body = {
+        "system": SYSTEM,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": question}]}],
+        "tools": [{"name": n, "input_schema": {}} for n in BUILTIN],
+    }
     return RecordedRequest("POST", "/v1/messages", {}, body, "anthropic")
 
 
@@ -50,10 +55,15 @@ def code_of(reply: Reply) -> list[str]:
 def test_every_code_the_demo_writes_compiles_whatever_the_column_is_called(column: str) -> None:
     quoted = f"`{column}`"
     questions = [
-        f"Plot the {quoted} column of sales.", f"Plot column {quoted} of sales as a histogram.",
-        f"How many values are missing in the {quoted} column of sales?", f"What is the mean of the {quoted} column of sales?",
-        f"Insert a cell that sums the {quoted} column by region.", f"Insert a new cell that describes the {quoted} column of sales.",
-        "Plot sales.", "Plot the units column of sales.", "Insert a cell that sums the units column by region.",
+        f"Plot the {quoted} column of sales.",
+        f"Plot column {quoted} of sales as a histogram.",
+        f"How many values are missing in the {quoted} column of sales?",
+        f"What is the mean of the {quoted} column of sales?",
+        f"Insert a cell that sums the {quoted} column by region.",
+        f"Insert a new cell that describes the {quoted} column of sales.",
+        "Plot sales.",
+        "Plot the units column of sales.",
+        "Insert a cell that sums the units column by region.",
     ]
     emitted = []
     for question in questions:
@@ -68,11 +78,21 @@ def test_every_code_the_demo_writes_compiles_whatever_the_column_is_called(colum
 
 
 def test_a_plot_answer_comes_from_the_users_question_not_the_image_follow_up() -> None:
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "run_code", "arguments": json.dumps({"code": "x"})}}]}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "run_code", "arguments": json.dumps({"code": "x"})}}
+        ],
+    }
     result = {"role": "tool", "tool_call_id": "c1", "content": "Figure 1: a histogram titled sales['units']"}
-    images = {"role": "user", "content": [{"type": "text", "text": "The 1 image(s) the tool results above produced:"},
-                                          {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}
+    images = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "The 1 image(s) the tool results above produced:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        ],
+    }
     reply = demo_responder(openai_request("Plot the units column of sales.", call, result, images))
     assert not reply.calls
     assert "You asked" not in reply.content and "image(s)" not in reply.content
@@ -80,12 +100,25 @@ def test_a_plot_answer_comes_from_the_users_question_not_the_image_follow_up() -
 
 
 def test_a_failed_tool_is_called_a_failure_and_a_denied_one_a_choice() -> None:
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "run_code", "arguments": "{}"}}]}
-    failed = demo_responder(openai_request("Plot the nope column of sales.", call, {
-        "role": "tool", "tool_call_id": "c1", "content": "Error: the code raised KeyError: 'nope'"})).content
-    denied = demo_responder(openai_request("Plot the units column of sales.", call, {
-        "role": "tool", "tool_call_id": "c1", "content": "Error: The user did not approve running 'run_code'."})).content
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "run_code", "arguments": "{}"}}],
+    }
+    failed = demo_responder(
+        openai_request(
+            "Plot the nope column of sales.",
+            call,
+            {"role": "tool", "tool_call_id": "c1", "content": "Error: the code raised KeyError: 'nope'"},
+        )
+    ).content
+    denied = demo_responder(
+        openai_request(
+            "Plot the units column of sales.",
+            call,
+            {"role": "tool", "tool_call_id": "c1", "content": "Error: The user did not approve running 'run_code'."},
+        )
+    ).content
     assert "failed" in failed and "KeyError: 'nope'" in failed and "did not run" not in failed
     assert "did not approve" in denied and "failed" not in denied
 
@@ -93,8 +126,20 @@ def test_a_failed_tool_is_called_a_failure_and_a_denied_one_a_choice() -> None:
 def test_hello_lists_what_the_demo_understands_without_echoing() -> None:
     reply = demo_responder(openai_request("Hello! What can you do?"))
     assert reply.content == MENU and "You asked" not in reply.content
-    for feature in ("list_variables", "describe_dataframe", "inspect_variable", "run_code", "insert_cell",
-                    "edit_cell", "read_notebook", "get_cell_history", "@sales", "%agent fix", "Stop", "export"):
+    for feature in (
+        "list_variables",
+        "describe_dataframe",
+        "inspect_variable",
+        "run_code",
+        "insert_cell",
+        "edit_cell",
+        "read_notebook",
+        "get_cell_history",
+        "@sales",
+        "%agent fix",
+        "Stop",
+        "export",
+    ):
         assert feature in MENU, feature
 
 
@@ -110,8 +155,11 @@ def _button(kernel: RawKernel, description: str, seen: int, timeout: float = 20.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         kernel.drain(0.05)
-        found = [m["content"]["comm_id"] for m in kernel.comm_opens("ButtonModel")[seen:]
-                 if m["content"]["data"]["state"].get("description") == description]
+        found = [
+            m["content"]["comm_id"]
+            for m in kernel.comm_opens("ButtonModel")[seen:]
+            if m["content"]["data"]["state"].get("description") == description
+        ]
         if found:
             return found[-1]
     raise TimeoutError(f"no {description!r} button appeared")
@@ -119,8 +167,14 @@ def _button(kernel: RawKernel, description: str, seen: int, timeout: float = 20.
 
 def _in_cell(kernel: RawKernel, code: str, cell_id: str) -> Execution:
     """Execute as JupyterLab does: the request names the cell it runs."""
-    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
-               "stop_on_error": True}
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
     msg = kernel.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
     kernel.kc.shell_channel.send(msg)
     msg_id = msg["header"]["msg_id"]
@@ -157,8 +211,9 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> Any:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src, id=cid) for cid, src in NOTEBOOK_CELLS]
     nbformat.write(nb, tmp / "walk.ipynb")
-    env = kernel_env(None, AGENTIK_WAIT="1", AGENTIK_DB_PATH=str(tmp / "walk.agentik.db"),
-                     JPY_SESSION_NAME=str(tmp / "walk.ipynb"))
+    env = kernel_env(
+        None, AGENTIK_WAIT="1", AGENTIK_DB_PATH=str(tmp / "walk.agentik.db"), JPY_SESSION_NAME=str(tmp / "walk.ipynb")
+    )
     kernel = RawKernel(env, tmp)
     try:
         kernel.text("from agentik_jupyter.testing import demo\ndemo.start()\n%load_ext agentik_jupyter")
@@ -174,9 +229,11 @@ pytestmark = pytest.mark.timeout(240)
 def test_walk_hello_variables_describe_inspect(walk: RawKernel) -> None:
     hello = walk.execute("%%agent --wait\nHello! What can you do?")
     assert "You asked" not in _answer(hello) and "edit_cell" in _answer(hello)
-    for question, tool in [("Which variables do I have?", "list_variables"),
-                           ("Describe the sales DataFrame for me.", "describe_dataframe"),
-                           ("Inspect the variable sales.", "inspect_variable")]:
+    for question, tool in [
+        ("Which variables do I have?", "list_variables"),
+        ("Describe the sales DataFrame for me.", "describe_dataframe"),
+        ("Inspect the variable sales.", "inspect_variable"),
+    ]:
         ex = walk.execute(f"%%agent --wait\n{question}")
         (card,) = _tools(ex)
         assert card["name"] == tool and card["error"] is None and "sales" in card["result"], card
@@ -258,8 +315,10 @@ def test_walk_fix_proposes_the_corrected_cell_and_the_bubble_is_one_line(walk: R
     assert "typo for `sales`" in _answer(ex)
     walk.text(edit["new_source"])  # the proposal runs
     assert walk.value("average") == 4.5
-    state = walk.value(f"[m.content for m in {'__import__(' + repr('agentik_jupyter') + ').current_session()'}"
-                       ".chat_store.messages if m.role == 'user'][-1]")
+    state = walk.value(
+        f"[m.content for m in {'__import__(' + repr('agentik_jupyter') + ').current_session()'}"
+        ".chat_store.messages if m.role == 'user'][-1]"
+    )
     assert state.startswith(question + "\n\nAttached by %agent fix") and "Traceback" in state, "the model got it all"
 
 
@@ -277,7 +336,7 @@ def test_a_resumed_fix_turn_shows_the_users_line_not_the_attached_details() -> N
     from agentik_jupyter.widgets.transcript import transcript_bundle
 
     shown = "Fix the failed cell [3]: NameError: name 'x' is not defined"
-    content = f"{shown}\n\n{HEADER}\n\nThe traceback:\n  File \"/tmp/ipykernel_1/2.py\", line 1"
+    content = f'{shown}\n\n{HEADER}\n\nThe traceback:\n  File "/tmp/ipykernel_1/2.py", line 1'
     bubble = user_html(content)
     assert "Fix the failed cell [3]" in bubble and "ipykernel" not in bubble and "Attached" not in bubble
     bundle = transcript_bundle([ChatMessage(role="user", content=content), ChatMessage(role="assistant", content="ok")])
@@ -286,9 +345,19 @@ def test_a_resumed_fix_turn_shows_the_users_line_not_the_attached_details() -> N
 
 
 def test_a_question_that_names_a_users_tool_calls_it_with_the_word_beside_its_parameter() -> None:
-    tools = [{"type": "function", "function": {"name": "region_share", "parameters": {
-        "type": "object", "properties": {"region": {"type": "string"}}}}}]
-    body = {"messages": [{"role": "user", "content": "What share of the units did the north region sell?"}], "tools": tools}
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "region_share",
+                "parameters": {"type": "object", "properties": {"region": {"type": "string"}}},
+            },
+        }
+    ]
+    body = {
+        "messages": [{"role": "user", "content": "What share of the units did the north region sell?"}],
+        "tools": tools,
+    }
     reply = demo_responder(RecordedRequest("POST", "/v1/chat/completions", {}, body, "openai"))
     assert [(c.name, c.args) for c in reply.calls] == [("region_share", {"region": "north"})]
 
@@ -306,12 +375,29 @@ def test_the_status_line_of_a_turn_whose_tool_failed_does_not_say_done() -> None
 
 
 def test_the_anthropic_form_of_a_finished_plot_is_read_the_same_way() -> None:
-    body = {"system": SYSTEM, "tools": [{"name": n, "input_schema": {}} for n in BUILTIN], "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "Plot the units column of sales."}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run_code", "input": {"code": "x"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
-            {"type": "text", "text": "Figure 1: a histogram"},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]},
-    ]}
+    body = {
+        "system": SYSTEM,
+        "tools": [{"name": n, "input_schema": {}} for n in BUILTIN],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Plot the units column of sales."}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "run_code", "input": {"code": "x"}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [
+                            {"type": "text", "text": "Figure 1: a histogram"},
+                            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+                        ],
+                    }
+                ],
+            },
+        ],
+    }
     reply = demo_responder(RecordedRequest("POST", "/v1/messages", {}, body, "anthropic"))
     assert not reply.calls and "figure" in reply.content.lower() and "You asked" not in reply.content

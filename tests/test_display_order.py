@@ -49,6 +49,10 @@ def test_displays_keep_their_place_after_printed_output(tmp_path: Path) -> None:
         elif m["msg_type"] == "display_data":
             seen.append(m["content"]["data"]["text/plain"])
     assert seen == [
-        "shown with nothing printed", "printed first", "shown second", "written third", "shown fourth",
+        "shown with nothing printed",
+        "printed first",
+        "shown second",
+        "written third",
+        "shown fourth",
         "flushes 0 2 override left: False",
     ]

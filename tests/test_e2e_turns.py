@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.session import Session
+from agentik_jupyter.core.transport import InProcessTransport
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY, PROVIDERS
-from agentik_jupyter.core.transport import InProcessTransport
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 
 pytestmark = pytest.mark.parametrize("llm_provider", PROVIDERS)
 
@@ -29,8 +29,10 @@ def make_session() -> tuple[Session, list[object]]:
 
 async def test_streamed_answer_with_two_tool_calls(fake_llm: FakeLLMServer, llm_env: dict[str, str]) -> None:
     fake_llm.push(
-        Reply.tool_calls([{"name": "get_rows", "args": {"table": "sales"}}, {"name": "get_rows", "args": {"table": "users"}}],
-                         text="Checking both tables. "),
+        Reply.tool_calls(
+            [{"name": "get_rows", "args": {"table": "sales"}}, {"name": "get_rows", "args": {"table": "users"}}],
+            text="Checking both tables. ",
+        ),
         Reply.text("Sales has 100 rows and users has 7."),
     )
     fake_llm.chunk_delay = 0.005  # each chunk its own read: a local server's chunks read together come as one delta
@@ -40,7 +42,7 @@ async def test_streamed_answer_with_two_tool_calls(fake_llm: FakeLLMServer, llm_
     types = [e.type for e in events]
     assert types[0] == "start_response" and types[-1] == "end"
     first_call = types.index("tool_call")
-    assert types[first_call:first_call + 4] == ["tool_call", "tool_call", "tool_result", "tool_result"]
+    assert types[first_call : first_call + 4] == ["tool_call", "tool_call", "tool_result", "tool_result"]
     assert types.index("start_response", first_call) > first_call  # second model call after the tools
     texts = [e.text for e in events if e.type == "append_text" and not e.reasoning]
     assert len(texts) > 3 and "".join(texts) == "Checking both tables. Sales has 100 rows and users has 7."

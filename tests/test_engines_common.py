@@ -81,10 +81,18 @@ def test_errors_of_the_engine_come_back() -> None:
 def test_column_names_are_never_cut() -> None:
     """300 columns with 80-character names: whole names or none, and a count of the left-out ones."""
     names = [f"Trips over the past 24-hours (midnight to 11:59pm), station number {i:04d}" for i in range(300)]
-    stats = {n: ColumnStats(nulls=i, min=0, max=10**9 + i, mean=1234.5678, distinct=5_000) for i, n in enumerate(names[:40])}
+    stats = {
+        n: ColumnStats(nulls=i, min=0, max=10**9 + i, mean=1234.5678, distinct=5_000) for i, n in enumerate(names[:40])
+    }
     summary = Summary(
-        label="Dask DataFrame", name="trips", schema=[(n, "float64") for n in names], layout="200 partitions",
-        rows=1_000_000, rows_exact=True, profiled=names[:40], stats=StatsResult(rows=1_000_000, columns=stats),
+        label="Dask DataFrame",
+        name="trips",
+        schema=[(n, "float64") for n in names],
+        layout="200 partitions",
+        rows=1_000_000,
+        rows_exact=True,
+        profiled=names[:40],
+        stats=StatsResult(rows=1_000_000, columns=stats),
         head=Head(names, [tuple(range(300))] * 5),
     )
     text = render(summary)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -34,11 +35,13 @@ _calls_lock = threading.Lock()
 
 def random_part(i: int) -> Any:
     rng = np.random.default_rng(i)
-    return pd.DataFrame({
-        "id": np.arange(i * ROWS_PER_PART, (i + 1) * ROWS_PER_PART),
-        "x": rng.random(ROWS_PER_PART),
-        "k": rng.integers(0, 1000, ROWS_PER_PART),
-    })
+    return pd.DataFrame(
+        {
+            "id": np.arange(i * ROWS_PER_PART, (i + 1) * ROWS_PER_PART),
+            "x": rng.random(ROWS_PER_PART),
+            "k": rng.integers(0, 1000, ROWS_PER_PART),
+        }
+    )
 
 
 def slow_part(i: int) -> Any:
@@ -55,16 +58,22 @@ def big_frame() -> Any:
 
 
 def slow_frame() -> Any:
-    return dd.from_map(slow_part, list(range(SLOW_PARTS)), meta=pd.DataFrame({"v": pd.Series([], dtype="float64")}),
-                       enforce_metadata=False)
+    return dd.from_map(
+        slow_part,
+        list(range(SLOW_PARTS)),
+        meta=pd.DataFrame({"v": pd.Series([], dtype="float64")}),
+        enforce_metadata=False,
+    )
 
 
 def small_pandas() -> Any:
-    return pd.DataFrame({
-        "age": [22.0, np.nan, 45.0, 31.0, np.nan, 50.0],
-        "city": ["Paris", "Oslo", "Paris", None, "Rome", "Oslo"],
-        LONG: [1, 2, 3, 4, 5, 6],
-    })
+    return pd.DataFrame(
+        {
+            "age": [22.0, np.nan, 45.0, 31.0, np.nan, 50.0],
+            "city": ["Paris", "Oslo", "Paris", None, "Rome", "Oslo"],
+            LONG: [1, 2, 3, 4, 5, 6],
+        }
+    )
 
 
 def check_small(text: str, label: str = "Dask DataFrame") -> None:
@@ -127,7 +136,10 @@ def test_200m_rows_within_budget_and_memory() -> None:
     assert "Dask DataFrame 'big': 3 columns, 1,000 partitions" in text
     assert "the whole data did not fit the 4 s budget" in text
     # the count is exact when it fits the budget's share, estimated from the sample otherwise
-    assert re.search(r"\(10 of 1,000 partitions, spread evenly, ~1% of ~?200M rows\)", text) or "statistics: not computed" in text
+    assert (
+        re.search(r"\(10 of 1,000 partitions, spread evenly, ~1% of ~?200M rows\)", text)
+        or "statistics: not computed" in text
+    )
 
 
 @pytest.fixture(scope="module")

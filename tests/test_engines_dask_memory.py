@@ -19,7 +19,6 @@ import pytest
 
 from agentik_jupyter.engines.base import Job, OverBudget, run_bounded
 
-
 RSS_BOUND_MB = 300
 BUDGET_S = 4.0
 SETTLE_S = 10.0

@@ -34,11 +34,13 @@ def budget(monkeypatch: pytest.MonkeyPatch) -> float:
 
 
 def test_small_relation_exact_statistics_and_whole_names(con: duckdb.DuckDBPyConnection) -> None:
-    frame = pd.DataFrame({
-        "age": [22.0, None, 45.0, 31.0, None],
-        "city": ["Paris", "Oslo", "Paris", None, "Rome"],
-        LONG: [1, 2, 3, 4, 5],
-    })
+    frame = pd.DataFrame(  # noqa: F841 (DuckDB's SQL reads it by name)
+        {
+            "age": [22.0, None, 45.0, 31.0, None],
+            "city": ["Paris", "Oslo", "Paris", None, "Rome"],
+            LONG: [1, 2, 3, 4, 5],
+        }
+    )
     rel = con.sql("SELECT * FROM frame")
     tools = tools_for(rel=rel)
     text = tools["describe_dataframe"](name="rel").text

@@ -34,8 +34,12 @@ def system_text(request: Any) -> str:
 def test_the_model_gets_the_engine_summary(tmp_path: Path) -> None:
     with FakeLLMServer() as server:
         server.push(
-            Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "rel"}},
-                              {"name": "describe_dataframe", "args": {"name": "ddf"}}]),
+            Reply.tool_calls(
+                [
+                    {"name": "describe_dataframe", "args": {"name": "rel"}},
+                    {"name": "describe_dataframe", "args": {"name": "ddf"}},
+                ]
+            ),
             Reply.text("rel has 1,000 rows."),
         )
         kernel = NotebookKernel(kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "e.db")), tmp_path)

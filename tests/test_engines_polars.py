@@ -21,8 +21,9 @@ def big_lazy() -> pl.LazyFrame:
 
 
 def test_small_lazy_frame_exact() -> None:
-    lazy = pl.LazyFrame({"age": [22.0, None, 45.0, 31.0, None], "city": ["Paris", "Oslo", "Paris", None, "Rome"],
-                         LONG: [1, 2, 3, 4, 5]}).with_columns(pl.col("age") * 1)
+    lazy = pl.LazyFrame(
+        {"age": [22.0, None, 45.0, 31.0, None], "city": ["Paris", "Oslo", "Paris", None, "Rome"], LONG: [1, 2, 3, 4, 5]}
+    ).with_columns(pl.col("age") * 1)
     tools = tools_for(lazy=lazy)
     text = tools["describe_dataframe"](name="lazy").text
     assert "polars LazyFrame 'lazy': 3 columns" in text and "not collected" in text

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,8 @@ def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     session = (
-        SparkSession.builder.master("local[1]").appName("agentik-engine-tests")
+        SparkSession.builder.master("local[1]")
+        .appName("agentik-engine-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.memory", "1g")
@@ -59,7 +61,9 @@ def test_small_frame_exact(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "  city: string; 1 nulls (20.0%); ≈3 distinct" in text
     assert f"  {LONG}: bigint; no nulls; min 1, max 5; mean 3; ≈5 distinct" in text
     # Under load a Spark limit job can miss the head's share of the budget; the text then says so.
-    assert ("first 5 rows (engine-side limit):" in text and "Rome" in text) or "first rows: not shown (over budget)" in text
+    assert (
+        "first 5 rows (engine-side limit):" in text and "Rome" in text
+    ) or "first rows: not shown (over budget)" in text
     started = time.monotonic()
     listing = tools["list_variables"]().text
     assert time.monotonic() - started < 1.0
@@ -70,9 +74,12 @@ def test_200m_rows_within_budget_and_jobs_cancelled(spark: Any, monkeypatch: pyt
     from pyspark.sql import functions as F
 
     monkeypatch.setenv("AGENTIK_DESCRIBE_BUDGET_S", str(BIG_BUDGET_S))
-    df = (spark.range(200_000_000).withColumn("x", F.rand(0))
-          .withColumn("s", (F.col("id") % 1000).cast("string"))
-          .withColumn("n", F.when(F.col("id") % 7 == 0, None).otherwise(F.col("id"))))
+    df = (
+        spark.range(200_000_000)
+        .withColumn("x", F.rand(0))
+        .withColumn("s", (F.col("id") % 1000).cast("string"))
+        .withColumn("n", F.when(F.col("id") % 7 == 0, None).otherwise(F.col("id")))
+    )
     tools = tools_for(big=df)
     text, seconds, growth = timed_describe(tools, "big")
     assert seconds < BIG_BUDGET_S + SLACK_S, f"{seconds:.1f}s\n{text}"

@@ -33,13 +33,27 @@ def test_the_rule_for_a_run_proposal() -> None:
 def test_an_export_looks_every_proposal_up_in_one_split() -> None:
     sources = {"c0": "first = 1", "c1": "never = 0", "c2": "x = 1\ny = 3", "c3": "q = 42"}
     calls = [ToolCall(id=i, name="insert_cell", args={"source": s}) for i, s in sources.items()]
-    entries = [AuditEntry(seq=0, turn_id="t", created_at=0, record=UserMessage(content="cells please")),
-               AuditEntry(seq=1, turn_id="t", created_at=0, record=AssistantMessage(content="", tool_calls=calls))]
-    entries += [AuditEntry(seq=2 + n, turn_id="t", created_at=0, record=ToolResultRecord(
-        result=ToolResult(tool_call_id=i, name="insert_cell", result="Proposed a new code cell")))
-        for n, i in enumerate(sources)]
+    entries = [
+        AuditEntry(seq=0, turn_id="t", created_at=0, record=UserMessage(content="cells please")),
+        AuditEntry(seq=1, turn_id="t", created_at=0, record=AssistantMessage(content="", tool_calls=calls)),
+    ]
+    entries += [
+        AuditEntry(
+            seq=2 + n,
+            turn_id="t",
+            created_at=0,
+            record=ToolResultRecord(
+                result=ToolResult(tool_call_id=i, name="insert_cell", result="Proposed a new code cell")
+            ),
+        )
+        for n, i in enumerate(sources)
+    ]
     export = build_export(entries, "Cells", INPUTS)
     assert (export.code_cells, export.unrun) == (4, 2)
     code = [c["source"] for c in export.cells if c["cell_type"] == "code"]
     assert [s.startswith("# proposed by the agent (insert_cell), run in this kernel") for s in code] == [
-        True, False, True, False]
+        True,
+        False,
+        True,
+        False,
+    ]

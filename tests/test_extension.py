@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from agentik_jupyter.kernel.extension import transform
 from agentik_jupyter.errors import OptionsError
+from agentik_jupyter.kernel.extension import transform
 from agentik_jupyter.kernel.turn_options import parse_options
 
 
@@ -29,7 +29,7 @@ def test_loading_imports_nothing_heavy() -> None:
 
 def test_wait_cells_become_a_top_level_await(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AGENTIK_WAIT", raising=False)
-    cell = ["%%agent --wait --model m1\n", "What is 'x'?\n", "Second line \"quoted\"\n"]
+    cell = ["%%agent --wait --model m1\n", "What is 'x'?\n", 'Second line "quoted"\n']
     out = transform(cell)
     assert out == ["await __agentik_cell__('--wait --model m1', 'What is \\'x\\'?\\nSecond line \"quoted\"\\n')\n"]
     namespace: dict[str, object] = {}

@@ -31,7 +31,9 @@ async def test_llm_env_points_the_agent_config_at_the_server(
     response = await collect(adapter.stream(ask("what is 2+2?")))
     await adapter.aclose()
     assert response.content == "Echo: what is 2+2?"
-    assert fake_llm.last_request is not None and fake_llm.last_request.api == ("anthropic" if llm_provider == "anthropic" else "openai")
+    assert fake_llm.last_request is not None and fake_llm.last_request.api == (
+        "anthropic" if llm_provider == "anthropic" else "openai"
+    )
 
 
 async def test_queue_then_responder_then_echo(fake_llm: FakeLLMServer) -> None:

@@ -13,10 +13,15 @@ from agentik_jupyter.testing import FakeLLMServer, Reply
 def arrivals(server: FakeLLMServer) -> list[float]:
     """When each piece of the streamed body reached a plain client (perf_counter)."""
     times: list[float] = []
-    with httpx2.Client() as client, client.stream(
-        "POST", f"{server.base_url}/chat/completions", headers={"Authorization": "Bearer k"},
-        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}]},
-    ) as response:
+    with (
+        httpx2.Client() as client,
+        client.stream(
+            "POST",
+            f"{server.base_url}/chat/completions",
+            headers={"Authorization": "Bearer k"},
+            json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}]},
+        ) as response,
+    ):
         for _ in response.iter_raw():
             times.append(time.perf_counter())
     return times

@@ -12,9 +12,10 @@ model reads the error and the loop goes on.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,11 @@ PROVIDER_FAULTS: list[tuple[str, list[Reply], list[str]]] = [
     ("stream_error", [Reply.fault("stream_error")], ["reported an error during the answer", "Overloaded"]),
     ("slow", [Reply.fault("slow_first_byte", delay=READ_TIMEOUT + 3)], ["did not answer in time"]),
     # (the model thinks first, so the answer streams into a live view: LIVE_AFTER_S)
-    ("5 MB", [Reply.text(BIG_ANSWER, chunks=200, first_byte_after=0.3)], ["passed 1,000,000 characters", "stopped reading"]),
+    (
+        "5 MB",
+        [Reply.text(BIG_ANSWER, chunks=200, first_byte_after=0.3)],
+        ["passed 1,000,000 characters", "stopped reading"],
+    ),
 ]
 """(name, what the server answers, what the cell must say)."""
 
@@ -95,7 +100,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             kernel.close()
 
 
-@pytest.mark.parametrize("name,expected", [(n, e) for n, _, e in PROVIDER_FAULTS], ids=[n for n, _, _ in PROVIDER_FAULTS])
+@pytest.mark.parametrize(
+    "name,expected", [(n, e) for n, _, e in PROVIDER_FAULTS], ids=[n for n, _, _ in PROVIDER_FAULTS]
+)
 def test_provider_fault_ends_the_turn_with_a_clear_message(run: Run, name: str, expected: list[str]) -> None:
     shown = run.shown[name]
     assert run.bundles[name]["status"] == "error", shown

@@ -17,16 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentik_jupyter.errors import ProviderError
 from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator, message_as_events
 from agentik_jupyter.providers._convert import parse_arguments
 from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator, completion_as_chunk
 from agentik_jupyter.providers._read_ahead import read_ahead
 from agentik_jupyter.providers.anthropic import AnthropicAdapter, AnthropicStream
 from agentik_jupyter.providers.base import StreamDone
-from agentik_jupyter.errors import ProviderError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter, OpenAIStream
-from agentik_jupyter.types import ToolParameter
 from agentik_jupyter.tools.validation import validate_arguments
+from agentik_jupyter.types import ToolParameter
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -39,7 +39,14 @@ json_values = st.recursive(
 OPENAI_PIECES = [
     {"choices": [{"index": 0, "delta": {"content": "hi "}}]},
     {"choices": [{"index": 0, "delta": {"reasoning_content": "hmm"}}]},
-    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}]}}]},
+    {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}]},
+            }
+        ]
+    },
     {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a": '}}]}}]},
     {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "[[[["}}]}}]},
     {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
@@ -50,7 +57,11 @@ ANTHROPIC_PIECES = [
     {"type": "message_start", "message": {"content": [], "usage": {"input_tokens": 1}}},
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
-    {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}},
+    {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+    },
     {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"a": ['}},
     {"type": "content_block_stop", "index": 1},
     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
@@ -90,12 +101,29 @@ def run_adapter(adapter: Any, body: bytes) -> None:
         pass
 
 
-ADAPTERS = [OpenAICompatibleAdapter(api_key="k", base_url="http://127.0.0.1:1/v1"),
-            AnthropicAdapter(api_key="k", base_url="http://127.0.0.1:1")]
+ADAPTERS = [
+    OpenAICompatibleAdapter(api_key="k", base_url="http://127.0.0.1:1/v1"),
+    AnthropicAdapter(api_key="k", base_url="http://127.0.0.1:1"),
+]
 
 noise = st.lists(
-    st.sampled_from([b"", b"\n", b"\r\n", b": ping\n\n", b"data: [DONE]\n\n", b"data: {\n\n", b"event: error\n", b"data:\n\n",
-                     b"retry: 10\n", b"\xff\xfe", b"data: null\n\n", b"data: 42\n\n", b"data: \"x\"\n\n"]),
+    st.sampled_from(
+        [
+            b"",
+            b"\n",
+            b"\r\n",
+            b": ping\n\n",
+            b"data: [DONE]\n\n",
+            b"data: {\n\n",
+            b"event: error\n",
+            b"data:\n\n",
+            b"retry: 10\n",
+            b"\xff\xfe",
+            b"data: null\n\n",
+            b"data: 42\n\n",
+            b'data: "x"\n\n',
+        ]
+    ),
     max_size=6,
 )
 
@@ -184,9 +212,14 @@ def test_the_validator_survives_values_it_cannot_repr(depth: int) -> None:
 
 
 ODD_SHAPES: list[Any] = [
-    {"choices": True}, {"choices": "x"}, {"choices": {"0": {}}}, {"choices": [{"delta": {"tool_calls": True}}]},
-    {"choices": [{"delta": {"tool_calls": "x"}}]}, {"choices": [{"message": True}]},
-    {"type": "message_start", "message": True}, {"type": "message_start", "message": {"content": True}},
+    {"choices": True},
+    {"choices": "x"},
+    {"choices": {"0": {}}},
+    {"choices": [{"delta": {"tool_calls": True}}]},
+    {"choices": [{"delta": {"tool_calls": "x"}}]},
+    {"choices": [{"message": True}]},
+    {"type": "message_start", "message": True},
+    {"type": "message_start", "message": {"content": True}},
     {"type": "message_start", "message": {"content": "x", "usage": 3}},
 ]
 

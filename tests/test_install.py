@@ -29,11 +29,17 @@ import tarfile
 import time
 import venv
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+import httpx2  # noqa: E402
+import nbformat  # noqa: E402
 import pytest
 
+from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+
+from .jupyter_servers import RunningServer, free_port, isolated_env  # noqa: E402
 from .test_browser import (  # noqa: F401  (skips this module, as that one, without chromium)
     CELL_AGENT,
     CELL_PANEL,
@@ -46,13 +52,6 @@ from .test_browser import (  # noqa: F401  (skips this module, as that one, with
     wait_until,
     words,
 )
-
-import httpx2  # noqa: E402
-import nbformat  # noqa: E402
-
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
-
-from .jupyter_servers import RunningServer, free_port, isolated_env  # noqa: E402
 
 pytestmark = [pytest.mark.install, pytest.mark.timeout(1800)]
 
@@ -129,8 +128,11 @@ def installed(work: Path, dists: dict[str, Path]) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = no_node_path(work, target / "bin")
     python = target / "bin" / "python"
-    run([str(python), "-m", "pip", "install", "-q", "jupyterlab", "notebook", f"{dists['wheel']}[mcp]"],
-        timeout=PIP_TIMEOUT, env=env)
+    run(
+        [str(python), "-m", "pip", "install", "-q", "jupyterlab", "notebook", f"{dists['wheel']}[mcp]"],
+        timeout=PIP_TIMEOUT,
+        env=env,
+    )
     return {"python": python, "bin": target / "bin", "env": env}
 
 
@@ -143,9 +145,14 @@ def test_1_sdist_and_wheel_carry_the_prebuilt_extension(dists: dict[str, Path]) 
     assert "agentik_jupyter/__init__.py" in wheel_names
     with tarfile.open(dists["sdist"]) as sdist:
         sdist_names = [n.split("/", 1)[1] for n in sdist.getnames() if "/" in n]
-    for name in ("agentik_jupyter/labextension/package.json", "agentik_jupyter/labextension/static/style.js",
-                 "labextension/install.json", "jupyter-config/jupyter_server_config.d/agentik_jupyter.json",
-                 "labextension/src/index.ts", "tests/data/conformance/README.md"):
+    for name in (
+        "agentik_jupyter/labextension/package.json",
+        "agentik_jupyter/labextension/static/style.js",
+        "labextension/install.json",
+        "jupyter-config/jupyter_server_config.d/agentik_jupyter.json",
+        "labextension/src/index.ts",
+        "tests/data/conformance/README.md",
+    ):
         assert name in sdist_names, name
     assert not any("node_modules" in n for n in sdist_names)
 
@@ -161,9 +168,17 @@ def test_2_installed_extensions_are_enabled_without_node(installed: dict[str, An
     assert re.search(r"agentik_jupyter .*enabled", serverext), serverext
     assert re.search(r"agentik_jupyter 0\.1\.0 .*OK", serverext), serverext
     # the [mcp] extra came along, and the magic loads in a plain IPython
-    run([str(installed["python"]), "-c", "import mcp; from IPython.core.interactiveshell import InteractiveShell;"
-         "ip = InteractiveShell.instance(); ip.run_line_magic('load_ext', 'agentik_jupyter');"
-         "assert 'agent' in ip.magics_manager.magics['cell']"], timeout=120, env=env)
+    run(
+        [
+            str(installed["python"]),
+            "-c",
+            "import mcp; from IPython.core.interactiveshell import InteractiveShell;"
+            "ip = InteractiveShell.instance(); ip.run_line_magic('load_ext', 'agentik_jupyter');"
+            "assert 'agent' in ip.magics_manager.magics['cell']",
+        ],
+        timeout=120,
+        env=env,
+    )
 
 
 # ---------------------------------------------------------------- the browser
@@ -177,12 +192,22 @@ def write_notebook(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def installed_jupyter(installed: dict[str, Any], root: Path, home: Path, env: dict[str, str]) -> Iterator[RunningServer]:
+def installed_jupyter(
+    installed: dict[str, Any], root: Path, home: Path, env: dict[str, str]
+) -> Iterator[RunningServer]:
     """`jupyter lab` of the installed venv, as a user starts it: no extension named on the command line."""
     token, port = secrets.token_hex(16), free_port()
-    args = [str(installed["bin"] / "jupyter"), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-            f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
-            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    args = [
+        str(installed["bin"] / "jupyter"),
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if os.geteuid() == 0:
         args.append("--allow-root")
     log_path = home / "jupyter-lab.log"
@@ -193,13 +218,16 @@ def installed_jupyter(installed: dict[str, Any], root: Path, home: Path, env: di
         proc = subprocess.Popen(args, cwd=root, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = RunningServer(f"http://127.0.0.1:{port}", token, root, proc, log_path)
     try:
+
         def up() -> bool:
             assert proc.poll() is None, f"jupyter lab exited:\n{server.log()[-3000:]}"
             with contextlib.suppress(httpx2.HTTPError):
-                reply = httpx2.get(f"{server.url}/agentik/api/sessions", headers={"Authorization": f"token {token}"},
-                                   timeout=2)
+                reply = httpx2.get(
+                    f"{server.url}/agentik/api/sessions", headers={"Authorization": f"token {token}"}, timeout=2
+                )
                 return reply.status_code != 404  # the server extension's routes are there
             return False
+
         wait_until(up, 90, "the installed JupyterLab with the agentik server extension")
         yield server
     finally:
@@ -240,8 +268,9 @@ def run_agent_cells(lab: Lab, answer: str, end: str) -> str:
     for _ in range(CELL_PANEL):
         lab.page.keyboard.press("Shift+Enter")
     out = lab.output(CELL_AGENT)
-    partial = lab.wait(lambda: (t := lab.text(out)) and answer.split()[0] in t and end not in t and t,
-                       30, "a partial streamed answer")
+    partial = lab.wait(
+        lambda: (t := lab.text(out)) and answer.split()[0] in t and end not in t and t, 30, "a partial streamed answer"
+    )
     lab.wait(lambda: end in lab.text(out), 30, "the whole answer")
     return str(partial)
 
@@ -258,8 +287,11 @@ def test_3_jupyterlab_renders_the_transcript_and_the_sidebar(lab: Lab) -> None:
     out = lab.output(CELL_AGENT)
     # the finished turn is the transcript bundle, drawn by the extension's renderer
     transcript = out.locator(TRANSCRIPT)
-    lab.wait(lambda: transcript.count() == 1 and "END-LAB" in lab.text(transcript), 30,
-             "the transcript drawn by the lab extension")
+    lab.wait(
+        lambda: transcript.count() == 1 and "END-LAB" in lab.text(transcript),
+        30,
+        "the transcript drawn by the lab extension",
+    )
     assert "Summarise what you can do." in lab.text(transcript.locator(".agentik-question"))
     assert out.locator(".jp-RenderedText[data-mime-type='text/plain']").count() == 0
     lab.wait(lambda: lab.panel.get_by_placeholder("Ask the agent").is_visible(), 20, "the chat panel")

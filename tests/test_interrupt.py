@@ -8,8 +8,8 @@ the turn ends as interrupted (audit row, "Stopped") and no further model call is
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -53,7 +53,10 @@ def assert_interrupted(kernel: RawKernel, server: FakeLLMServer, db_path: Path, 
     time.sleep(0.5)
     assert len(server.requests) == requests, "no model call may follow an interrupt"
     entries = audit(db_path)
-    assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", (roles(entries), kernel.text(f"print(repr({S}.last_outcome)[-1500:])"))
+    assert roles(entries)[-1] == "ErrorRecord" and entries[-1].record.code == "interrupted", (
+        roles(entries),
+        kernel.text(f"print(repr({S}.last_outcome)[-1500:])"),
+    )
     assert kernel.value(f"{S}.agent_store.status") == "idle"
 
 
@@ -97,8 +100,10 @@ def test_interrupt_inside_a_tool_that_holds_the_main_thread(server: FakeLLMServe
 def test_interrupt_inside_run_code_user_code(server: FakeLLMServer, tmp_path: Path) -> None:
     kernel, db_path = start(server, tmp_path, AGENTIK_APPROVE="auto")
     try:
-        server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": "import time\ntime.sleep(20)"}}]),
-                    Reply.text("never asked"))
+        server.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "import time\ntime.sleep(20)"}}]),
+            Reply.text("never asked"),
+        )
         assert kernel.execute("%%agent\nSleep a while.").ok
         wait_for(lambda: len(server.requests) >= 1, 10, "the model call")
         time.sleep(1.5)  # the user code now sleeps on the main thread
@@ -137,10 +142,17 @@ def test_a_wait_cell_shows_its_view_while_the_model_thinks_and_interrupt_stops_i
         time.sleep(0.5)
         kernel.drain(0.2)
         mine = [m for m in kernel.iopub if m["parent_header"].get("msg_id") == msg_id]
-        views = [m for m in mine if m["msg_type"] == "display_data"
-                 and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
-        stops = [m for m in kernel.comm_opens("ButtonModel") if m["content"]["data"].get("state", {}).get("description") == "Stop"
-                 and m["parent_header"].get("msg_id") == msg_id]
+        views = [
+            m
+            for m in mine
+            if m["msg_type"] == "display_data" and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]
+        ]
+        stops = [
+            m
+            for m in kernel.comm_opens("ButtonModel")
+            if m["content"]["data"].get("state", {}).get("description") == "Stop"
+            and m["parent_header"].get("msg_id") == msg_id
+        ]
         assert len(views) == 1 and len(stops) == 1, [m["msg_type"] for m in mine]
         kernel.km.interrupt_kernel()
         cell = kernel.collect(msg_id, timeout=10)

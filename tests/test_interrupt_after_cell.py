@@ -10,9 +10,9 @@ would wait forever. Real kernel, real Interrupt.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -52,7 +52,9 @@ def test_a_tool_that_outlives_the_cell_it_started_in_is_still_interrupted(
     try:
         kernel.text("%load_ext agentik_jupyter\nkept = 41\n" + WAIT_THEN_SPIN)
         started, spinning = tmp_path / "started", tmp_path / "spinning"
-        call = Reply.tool_calls([{"name": "wait_then_spin", "args": {"started": str(started), "spinning": str(spinning)}}])
+        call = Reply.tool_calls(
+            [{"name": "wait_then_spin", "args": {"started": str(started), "spinning": str(spinning)}}]
+        )
         server.push(replace(call, fault_kind="slow_first_byte", delay=1.0), Reply.text("never asked"))
         assert kernel.execute("%%agent\nWait, then spin.").ok  # a background turn
         cell = kernel.submit("import asyncio\nawait asyncio.sleep(2.5)\nprint('cell done')")

@@ -13,8 +13,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 

@@ -11,9 +11,9 @@ at once and the thread finishes on its own.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -110,8 +110,10 @@ def test_interrupt_stops_run_code_in_a_wait_cell(server: FakeLLMServer, tmp_path
     kernel, db_path = start(server, tmp_path)
     try:
         marker = tmp_path / "started"
-        server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": code.format(marker=str(marker))}}]),
-                    Reply.text("never asked"))
+        server.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": code.format(marker=str(marker))}}]),
+            Reply.text("never asked"),
+        )
         msg_id = kernel.submit("%%agent --wait\nRun it.")
         took, cell = interrupt_when(kernel, marker, msg_id)
         assert took < MARGIN, f"the cell ended {took:.1f} s after the interrupt"
@@ -125,8 +127,10 @@ def test_interrupt_stops_run_code_with_agentik_wait(server: FakeLLMServer, tmp_p
     kernel, db_path = start(server, tmp_path, AGENTIK_WAIT="1")
     try:
         marker = tmp_path / "started"
-        server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
-                    Reply.text("never asked"))
+        server.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
+            Reply.text("never asked"),
+        )
         msg_id = kernel.submit("%%agent\nSpin.")
         took, cell = interrupt_when(kernel, marker, msg_id)
         assert took < MARGIN, f"the cell ended {took:.1f} s after the interrupt"
@@ -157,8 +161,10 @@ def test_interrupt_stops_the_turn_of_a_threaded_tool_and_the_thread_finishes_alo
     try:
         kernel.text(SLEEPING_TOOL)
         marker, done = tmp_path / "napping", tmp_path / "done"
-        server.push(Reply.tool_calls([{"name": "nap_in_thread", "args": {"marker": str(marker), "done": str(done)}}]),
-                    Reply.text("never asked"))
+        server.push(
+            Reply.tool_calls([{"name": "nap_in_thread", "args": {"marker": str(marker), "done": str(done)}}]),
+            Reply.text("never asked"),
+        )
         msg_id = kernel.submit("%%agent --wait\nNap in a thread.")
         took, cell = interrupt_when(kernel, marker, msg_id)
         assert took < 2.5, f"the cell ended {took:.1f} s after the interrupt"
@@ -174,8 +180,10 @@ def test_interrupt_stops_run_code_of_a_background_turn(server: FakeLLMServer, tm
     kernel, db_path = start(server, tmp_path)
     try:
         marker = tmp_path / "started"
-        server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
-                    Reply.text("never asked"))
+        server.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
+            Reply.text("never asked"),
+        )
         assert kernel.execute("%%agent\nSpin.").ok
         wait_for(marker.exists, 20, "the agent's code to start")
         interrupt_background(kernel, server, db_path)
@@ -192,16 +200,22 @@ def test_interrupt_stops_run_code_of_a_panel_turn(server: FakeLLMServer, tmp_pat
     kernel, db_path = start(server, tmp_path)
     try:
         marker = tmp_path / "started"
-        server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
-                    Reply.text("never asked"))
+        server.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": SPIN.format(marker=str(marker))}}]),
+            Reply.text("never asked"),
+        )
         assert kernel.execute("%agent panel").ok
         kernel.drain(0.3)
         subshell = create_subshell(kernel)
         box = comm_of(kernel, "TextModel", placeholder="Ask the agent")
         send_on_subshell(kernel, subshell, box, {"method": "update", "state": {"value": "Spin."}, "buffer_paths": []})
         time.sleep(0.3)
-        send_on_subshell(kernel, subshell, comm_of(kernel, "ButtonModel", description="Send"),
-                         {"method": "custom", "content": {"event": "click"}})
+        send_on_subshell(
+            kernel,
+            subshell,
+            comm_of(kernel, "ButtonModel", description="Send"),
+            {"method": "custom", "content": {"event": "click"}},
+        )
         wait_for(marker.exists, 20, "the agent's code to start")
         interrupt_background(kernel, server, db_path)
     finally:

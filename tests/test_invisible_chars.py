@@ -14,9 +14,9 @@ from html import unescape
 
 import pytest
 
-from agentik_jupyter.tools.approval import ApprovalRequest
 from agentik_jupyter.notebook.edits import diff_html, unified_diff
 from agentik_jupyter.security import invisible
+from agentik_jupyter.tools.approval import ApprovalRequest
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolResult
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.cards import card_html, rich_html
@@ -25,11 +25,22 @@ from agentik_jupyter.widgets.sanitize import sanitize_html
 RUN = ToolDefinition(name="run_code", policy="ask", execute=lambda code: code, source="builtin")
 MOVE = ToolDefinition(name="fs__write", policy="ask", execute=lambda path, text: "", source="mcp")
 # Reads as a comment that does nothing; the RLO / isolates reorder it, the ZWSP hides in a name.
-TROJAN = ('admin = False\nif admin != "none\u202e \u2066# check if admin\u2069 \u2066":\n'
-          '    print("ok")\nimport o\u200bs\n')
+TROJAN = (
+    'admin = False\nif admin != "none\u202e \u2066# check if admin\u2069 \u2066":\n    print("ok")\nimport o\u200bs\n'
+)
 HIDDEN = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff"
-LISTED = [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C,
-          *range(0x200B, 0x200E), 0x2060, 0xFEFF, 0x2028, 0x2029]
+LISTED = [
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    0x200E,
+    0x200F,
+    0x061C,
+    *range(0x200B, 0x200E),
+    0x2060,
+    0xFEFF,
+    0x2028,
+    0x2029,
+]
 
 
 def shown(markup: str) -> str:
@@ -126,7 +137,7 @@ def test_every_listed_code_point_is_hidden(code: int) -> None:
 
 
 def test_controls_and_formats_are_hidden_but_text_is_not() -> None:
-    for char in ["\x00", "\x1b", "\r", "\x7f", "\x85", "\u00ad", "\U000E0041", "\U000E0100", "\u3164"]:
+    for char in ["\x00", "\x1b", "\r", "\x7f", "\x85", "\u00ad", "\U000e0041", "\U000e0100", "\u3164"]:
         assert invisible.label(char), f"U+{ord(char):04X}"
     for char in ["\n", "\t", " ", "a", "é", "ж", "中", "✓", "\u00a0", "\U0001f600"]:
         assert invisible.label(char) is None, f"U+{ord(char):04X}"
@@ -145,4 +156,3 @@ def test_the_fast_first_pass_misses_no_hidden_character() -> None:
     every = "".join(chr(c) for c in range(0x110000))
     rest = invisible._CANDIDATES.sub("", every)
     assert [f"U+{ord(c):04X}" for c in rest if invisible.label(c) is not None] == []
-

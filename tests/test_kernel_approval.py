@@ -22,7 +22,8 @@ def _button(kernel: RawKernel, description: str, timeout: float = 15.0) -> str:
     while time.monotonic() < deadline:
         kernel.drain(0.05)
         found = [
-            m["content"]["comm_id"] for m in kernel.comm_opens("ButtonModel")
+            m["content"]["comm_id"]
+            for m in kernel.comm_opens("ButtonModel")
             if m["content"]["data"].get("state", {}).get("description") == description
         ]
         if found:
@@ -50,8 +51,11 @@ def test_approve_inside_a_wait_cell(env_server: FakeLLMServer, tmp_path: Path) -
         kernel.text("%load_ext agentik_jupyter")
         pending = kernel.submit("%%agent --wait\nAdd the numbers up.")
         approve = _button(kernel, "Approve")
-        cards = [m for m in kernel.iopub if m["msg_type"] == "comm_open"
-                 and CODE in str(m["content"]["data"].get("state", {}).get("value", ""))]
+        cards = [
+            m
+            for m in kernel.iopub
+            if m["msg_type"] == "comm_open" and CODE in str(m["content"]["data"].get("state", {}).get("value", ""))
+        ]
         assert cards, "the approval card shows the exact code"
         kernel.click(approve)
         ex = kernel.collect(pending, timeout=30)
@@ -66,7 +70,9 @@ def test_approve_inside_a_wait_cell(env_server: FakeLLMServer, tmp_path: Path) -
 
 def test_deny_in_background_turn_goes_back_to_the_model(env_server: FakeLLMServer, tmp_path: Path) -> None:
     server = env_server
-    server.push(Reply.tool_calls([{"name": "run_code", "args": {"code": CODE}}]), Reply.text("Fine, I will not run it."))
+    server.push(
+        Reply.tool_calls([{"name": "run_code", "args": {"code": CODE}}]), Reply.text("Fine, I will not run it.")
+    )
     kernel = RawKernel(kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "d.db")), tmp_path)
     try:
         kernel.text("%load_ext agentik_jupyter")
@@ -84,11 +90,17 @@ def test_deny_in_background_turn_goes_back_to_the_model(env_server: FakeLLMServe
         assert kernel.value("'agent_ran' in globals()") is False  # the code never ran
         # The finished background turn replaced its live view in place with the transcript,
         # so the notebook the frontend saves keeps the conversation.
-        live_id = next(m["content"]["transient"]["display_id"] for m in ex.messages
-                       if m["msg_type"] == "display_data" and "transient" in m["content"])
+        live_id = next(
+            m["content"]["transient"]["display_id"]
+            for m in ex.messages
+            if m["msg_type"] == "display_data" and "transient" in m["content"]
+        )
         kernel.drain(0.3)
-        updates = [m["content"] for m in kernel.iopub if m["msg_type"] == "update_display_data"
-                   and m["content"]["transient"]["display_id"] == live_id]
+        updates = [
+            m["content"]
+            for m in kernel.iopub
+            if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == live_id
+        ]
         assert updates, "the live view was not replaced by the transcript"
         final = updates[-1]["data"]
         assert "Fine, I will not run it." in final["text/plain"]

@@ -10,8 +10,9 @@ IPython's set_next_input payload. The browser test covers the real extension.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -61,8 +62,11 @@ def next_request(k: RawKernel, seen: int, timeout: float = 10.0) -> dict[str, An
 
 
 def inserts(k: RawKernel) -> list[dict[str, Any]]:
-    return [m for m in k.comm_opens() if m["content"]["target_name"] == REQUEST_TARGET
-            and m["content"]["data"].get("action") == "insert_cell"]
+    return [
+        m
+        for m in k.comm_opens()
+        if m["content"]["target_name"] == REQUEST_TARGET and m["content"]["data"].get("action") == "insert_cell"
+    ]
 
 
 def send(k: RawKernel, msg_type: str, content: dict[str, Any]) -> None:
@@ -101,7 +105,9 @@ def test_the_extension_inserts_each_cell_below_the_previous_one(kernel: RawKerne
     assert first["data"]["source"] == f"{PROPOSAL_LINE}\na = 1" and first["data"]["after_cell_id"] == "asking"
     ack(kernel, first, "new-1")
     second = next_request(kernel, 1)
-    assert second["data"]["source"] == f"{PROPOSAL_LINE}\nb = 2" and second["data"]["after_cell_id"] == "new-1"  # order kept
+    assert (
+        second["data"]["source"] == f"{PROPOSAL_LINE}\nb = 2" and second["data"]["after_cell_id"] == "new-1"
+    )  # order kept
     ack(kernel, second, "new-2")
     texts, payloads = turn_result(kernel)
     assert all(text.startswith("Inserted a new code cell") for text in texts), texts

@@ -1,4 +1,4 @@
-""""Fix with agent" over the `agentik.control` comm, in a real kernel with the fake LLM.
+""" "Fix with agent" over the `agentik.control` comm, in a real kernel with the fake LLM.
 
 The button no longer inserts a `%agent fix <uuid>` cell: it opens a comm with
 `{"action": "fix", "cell_id"}`. The kernel refuses anything that is not a cell id (no code is
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -54,16 +55,25 @@ def answer(k: RawKernel, comm_id: str, timeout: float = 15.0) -> dict[str, Any]:
 
 def fail_in_cell(k: RawKernel, cell_id: str) -> None:
     """Run a failing cell as JupyterLab does: the execute request names the cell."""
-    msg = k.kc.session.msg("execute_request", {"code": "scaled = total * factor", "silent": False,
-                                               "store_history": True, "user_expressions": {},
-                                               "allow_stdin": False, "stop_on_error": False})
+    msg = k.kc.session.msg(
+        "execute_request",
+        {
+            "code": "scaled = total * factor",
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        },
+    )
     msg["metadata"] = {"cellId": cell_id}
     k.kc.shell_channel.send(msg)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         k.drain(0.05)
-        if any(m["msg_type"] == "error" and m["parent_header"].get("msg_id") == msg["header"]["msg_id"]
-               for m in k.iopub):
+        if any(
+            m["msg_type"] == "error" and m["parent_header"].get("msg_id") == msg["header"]["msg_id"] for m in k.iopub
+        ):
             return
     raise AssertionError("the failing cell did not fail")
 
@@ -73,7 +83,9 @@ def shown_under(k: RawKernel, parent: str) -> str:
     texts = []
     for m in k.iopub:
         if m["parent_header"].get("msg_id") == parent and m["msg_type"] in ("display_data", "update_display_data"):
-            texts.append(str(m["content"]["data"].get("text/plain", "")) + str(m["content"]["data"].get("text/html", "")))
+            texts.append(
+                str(m["content"]["data"].get("text/plain", "")) + str(m["content"]["data"].get("text/html", ""))
+            )
         if m["parent_header"].get("msg_id") == parent and m["msg_type"] == "stream":
             texts.append(m["content"]["text"])
     return "\n".join(texts)

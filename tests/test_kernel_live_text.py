@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -22,11 +23,21 @@ from agentik_jupyter.widgets.markdown import render_markdown
 
 from .kernel_support import RawKernel, close_all, kernel_env, transcript
 
-PARAGRAPH = ("The sales frame has many rows and the `units` column grows with each region while "
-             "north and south stay balanced across the whole sample of one hundred rows. ")
-ANSWER = "\n\n".join([PARAGRAPH * 3, "- north: 41 rows\n- south: 38 rows\n- east: 21 rows",
-                      "```python\nsales.groupby('region')['units'].sum()\n```", PARAGRAPH * 4,
-                      PARAGRAPH * 5, PARAGRAPH * 3, PARAGRAPH * 6])
+PARAGRAPH = (
+    "The sales frame has many rows and the `units` column grows with each region while "
+    "north and south stay balanced across the whole sample of one hundred rows. "
+)
+ANSWER = "\n\n".join(
+    [
+        PARAGRAPH * 3,
+        "- north: 41 rows\n- south: 38 rows\n- east: 21 rows",
+        "```python\nsales.groupby('region')['units'].sum()\n```",
+        PARAGRAPH * 4,
+        PARAGRAPH * 5,
+        PARAGRAPH * 3,
+        PARAGRAPH * 6,
+    ]
+)
 CHUNK = 4
 PACE_HZ = 250.0
 CELL = "%%agent --wait\nSummarise the sales data."
@@ -34,8 +45,9 @@ PLUMBING = {"status", "execute_input"}
 
 
 def _bytes(messages: list[dict[str, Any]]) -> int:
-    return sum(len(json.dumps(m["content"], ensure_ascii=False).encode()) for m in messages
-               if m["msg_type"] not in PLUMBING)
+    return sum(
+        len(json.dumps(m["content"], ensure_ascii=False).encode()) for m in messages if m["msg_type"] not in PLUMBING
+    )
 
 
 def _text(html: str) -> str:
@@ -58,9 +70,9 @@ def _live_texts(messages: list[dict[str, Any]]) -> dict[str, list[str]]:
                 value, tail = data["state"].get("value", value), data["state"].get("tail", tail)
             elif data.get("method") == "custom":
                 c = data["content"]
-                whole = (value + tail).encode("utf-16-le")[:2 * c["k"]] + c["a"].encode("utf-16-le")
-                value = whole[:2 * c["s"]].decode("utf-16-le")
-                tail = whole[2 * c["s"]:].decode("utf-16-le")
+                whole = (value + tail).encode("utf-16-le")[: 2 * c["k"]] + c["a"].encode("utf-16-le")
+                value = whole[: 2 * c["s"]].decode("utf-16-le")
+                tail = whole[2 * c["s"] :].decode("utf-16-le")
             state[content["comm_id"]] = (value, tail)
         else:
             continue
@@ -71,11 +83,15 @@ def _live_texts(messages: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 def _answer_hello(kernel: RawKernel) -> None:
     """What the extension does on the kernel's hello: open its reply comm with its features."""
-    hellos = [m for m in kernel.iopub if m["msg_type"] == "comm_open"
-              and m["content"].get("target_name") == "agentik.frontend"]
+    hellos = [
+        m
+        for m in kernel.iopub
+        if m["msg_type"] == "comm_open" and m["content"].get("target_name") == "agentik.frontend"
+    ]
     assert hellos, "the kernel sent no hello at %load_ext"
-    msg = kernel.kc.session.msg("comm_open", {"comm_id": uuid.uuid4().hex, "target_name": "agentik.frontend.reply",
-                                              "data": {"live_text": 1}})
+    msg = kernel.kc.session.msg(
+        "comm_open", {"comm_id": uuid.uuid4().hex, "target_name": "agentik.frontend.reply", "data": {"live_text": 1}}
+    )
     kernel.kc.shell_channel.send(msg)
 
 
@@ -114,8 +130,9 @@ def test_a_paced_answer_streams_append_only_when_the_frontend_answered(server: F
     assert _holds_answer(ex_without) and _holds_answer(ex_with)
 
     assert not _live_texts(msgs_without)  # (no extension: ipywidgets' HTML widgets, as before)
-    html_updates = [m for m in msgs_without if m["msg_type"] == "comm_msg"
-                    and "value" in m["content"]["data"].get("state", {})]
+    html_updates = [
+        m for m in msgs_without if m["msg_type"] == "comm_msg" and "value" in m["content"]["data"].get("state", {})
+    ]
     assert len(html_updates) >= 10
     assert sum("The sales frame has many rows" in json.dumps(m["content"]) for m in html_updates) >= 10
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import nbformat
 import pytest
@@ -56,7 +57,9 @@ A_SLOW = "Finished after a pause of half a second."
 
 CELLS: list[tuple[str, str]] = [
     ("load", "%load_ext agentik_jupyter"),
-    ("data", """
+    (
+        "data",
+        """
         import pandas as pd
         sales = pd.DataFrame({
             "region": ["north", "south", "east", "west"] * 2,
@@ -64,7 +67,8 @@ CELLS: list[tuple[str, str]] = [
             "price": [9.5, 10.0, None, 11.25, 8.75, 10.5, 9.0, 12.0],
         })
         sales.shape
-    """),
+    """,
+    ),
     ("first", f"%%agent --wait\n{Q_FIRST}"),
     ("follow", f"%%agent --wait\n{Q_FOLLOW}"),
     ("tool", f"%%agent --wait\n{Q_TOOL}"),
@@ -358,7 +362,10 @@ def test_a_cell_run_while_a_turn_streams_waits_its_turn(live: Live) -> None:
         ("assistant", "Echo: second of two"),
     ]
     # The second turn started after the first had finished, and saw it.
-    assert user_texts(live.server.last_request) == ["first of two quick cells with a rather long question", "second of two"]
+    assert user_texts(live.server.last_request) == [
+        "first of two quick cells with a rather long question",
+        "second of two",
+    ]
 
 
 def test_new_option_starts_a_fresh_session(live: Live) -> None:
@@ -414,7 +421,8 @@ LONG_ANSWER = " ".join(f"word{i}" for i in range(400))
 def _stop_button(messages: list[dict[str, Any]]) -> str:
     """The comm id of the one Stop button among these comm_open messages."""
     stops = [
-        m["content"]["comm_id"] for m in messages
+        m["content"]["comm_id"]
+        for m in messages
         if m["msg_type"] == "comm_open"
         and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
         and "Stop" in m["content"]["data"].get("state", {}).get("description", "")
@@ -426,7 +434,8 @@ def _stop_button(messages: list[dict[str, Any]]) -> str:
 def _widget_values(kernel: RawKernel, since: int = 0) -> list[str]:
     """Every `value` the kernel sent to widget views (what the user watched change)."""
     return [
-        str(m["content"]["data"]["state"]["value"]) for m in kernel.iopub[since:]
+        str(m["content"]["data"]["state"]["value"])
+        for m in kernel.iopub[since:]
         if m["msg_type"] in {"comm_msg", "comm_open"} and "value" in m["content"]["data"].get("state", {})
     ]
 
@@ -448,9 +457,14 @@ def test_stop_button_comm_message_ends_the_turn_within_a_second(tmp_path: Path) 
 
             # Wait until the answer is streaming, and visibly so: the view grew word by word.
             kernel.wait_until(f"{s}.agent_store.status == 'responding'", timeout=15)
-            wait_for(lambda: kernel.drain(0.1) or len(
-                [v for v in _widget_values(kernel) if "word3" in v and "word399" not in v]) >= 2,
-                timeout=5, what="the answer to appear while it streams")
+            wait_for(
+                lambda: (
+                    kernel.drain(0.1)
+                    or len([v for v in _widget_values(kernel) if "word3" in v and "word399" not in v]) >= 2
+                ),
+                timeout=5,
+                what="the answer to appear while it streams",
+            )
             assert parse_state(kernel.text(STATE_CODE))["busy"] is True
 
             start = time.monotonic()
@@ -493,8 +507,11 @@ def test_stop_button_comm_message_ends_the_turn_within_a_second(tmp_path: Path) 
             seen = len(kernel.iopub)
             msg_id = kernel.submit("%%agent --wait\nAnother long essay.")
             # The cell is busy (no polling by execute now): watch the view's updates instead.
-            wait_for(lambda: kernel.drain(0.05) or any("word3" in v for v in _widget_values(kernel, seen)),
-                     timeout=15, what="the answer to stream")
+            wait_for(
+                lambda: kernel.drain(0.05) or any("word3" in v for v in _widget_values(kernel, seen)),
+                timeout=15,
+                what="the answer to stream",
+            )
             stop_id = _stop_button([m for m in kernel.iopub[seen:] if m["parent_header"].get("msg_id") == msg_id])
             start = time.monotonic()
             kernel.click(stop_id)

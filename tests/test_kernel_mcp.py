@@ -32,10 +32,16 @@ def demo_pids() -> set[int]:
 
 def test_mcp_tools_in_a_real_kernel(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {
-        "demo": {"command": sys.executable, "args": [str(DEMO)], "policy": "auto"},
-        "broken": {"command": "agentik-no-such-command"},
-    }}))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "demo": {"command": sys.executable, "args": [str(DEMO)], "policy": "auto"},
+                    "broken": {"command": "agentik-no-such-command"},
+                }
+            }
+        )
+    )
     before = demo_pids()
     with FakeLLMServer() as server:
         server.push(Reply.tool_calls([{"name": "demo__add", "args": {"a": 2, "b": 3}}]), Reply.text("2 + 3 is 5."))

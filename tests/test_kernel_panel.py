@@ -25,7 +25,8 @@ def html_opens(kernel: RawKernel, text: str) -> list[dict[str, Any]]:
 def described(kernel: RawKernel, description: str) -> list[str]:
     """Widgets whose description the kernel set to `description` (at creation or later)."""
     return [
-        m["content"]["comm_id"] for m in kernel.iopub
+        m["content"]["comm_id"]
+        for m in kernel.iopub
         if m["msg_type"] in ("comm_open", "comm_msg")
         and m["content"].get("data", {}).get("state", {}).get("description") == description
     ]
@@ -34,8 +35,10 @@ def described(kernel: RawKernel, description: str) -> list[str]:
 def value_updates(kernel: RawKernel, comm_id: str) -> list[str]:
     """The values the kernel set on a widget (what the frontend's box shows)."""
     return [
-        m["content"]["data"]["state"]["value"] for m in kernel.iopub
-        if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
+        m["content"]["data"]["state"]["value"]
+        for m in kernel.iopub
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == comm_id
         and "value" in m["content"]["data"].get("state", {})
     ]
 
@@ -66,12 +69,16 @@ def test_show_older_and_mention_suggestions_in_the_kernel(tmp_path: Path) -> Non
             assert kernel.value(f"[m.content for m in {s}.chat_store.messages if m.role == 'user'][0]") == "Question 0"
 
             box = comm_of(kernel, "TextModel", placeholder="Ask the agent")
-            send_on_subshell(kernel, subshell, box, {"method": "update", "state": {"value": "Compare @sa"},
-                                                     "buffer_paths": []})
+            send_on_subshell(
+                kernel, subshell, box, {"method": "update", "state": {"value": "Compare @sa"}, "buffer_paths": []}
+            )
             wait_for(lambda: kernel.drain(0.05) or described(kernel, "@sales_q"), 5, "the @ suggestions")
             (choice,) = described(kernel, "@sales")
             send_on_subshell(kernel, subshell, choice, {"method": "custom", "content": {"event": "click"}})
-            wait_for(lambda: kernel.drain(0.05) or "Compare @sales " in value_updates(kernel, box), 5,
-                     "the completed name in the box")
+            wait_for(
+                lambda: kernel.drain(0.05) or "Compare @sales " in value_updates(kernel, box),
+                5,
+                "the completed name in the box",
+            )
         finally:
             kernel.close()

@@ -125,22 +125,38 @@ def test_cell_turns_of_the_panels_session_appear_in_the_panel(tmp_path: Path) ->
                 Reply.text("The frame has three rows. END-BACKGROUND"),
             )
             assert kernel.execute("%%agent\nDescribe sales from a cell").ok
-            wait_for(lambda: shows(fe, root, "Describe sales from a cell", "describe_dataframe", "END-BACKGROUND"),
-                     20, "the background cell's turn in the panel")
+            wait_for(
+                lambda: shows(fe, root, "Describe sales from a cell", "describe_dataframe", "END-BACKGROUND"),
+                20,
+                "the background cell's turn in the panel",
+            )
             kernel.wait_until(f"not {AGENT_EXPR}.session.busy")
 
             # a --wait cell
             server.push("A waited answer. END-WAITED")
             assert kernel.execute("%%agent --wait\nA waited question from a cell").ok
-            wait_for(lambda: shows(fe, root, "A waited question from a cell", "END-WAITED"), 10,
-                     "the --wait cell's turn in the panel")
+            wait_for(
+                lambda: shows(fe, root, "A waited question from a cell", "END-WAITED"),
+                10,
+                "the --wait cell's turn in the panel",
+            )
 
             text = fe.transcript(root)
-            for once in ("A question before the panel", "Describe sales from a cell", "END-BACKGROUND",
-                         "A waited question from a cell", "END-WAITED"):
+            for once in (
+                "A question before the panel",
+                "Describe sales from a cell",
+                "END-BACKGROUND",
+                "A waited question from a cell",
+                "END-WAITED",
+            ):
                 assert text.count(once) == 1, (once, text)
-            assert text.index("END-ZERO") < text.index("Describe sales") < text.index("END-BACKGROUND") \
-                < text.index("A waited question") < text.index("END-WAITED")
+            assert (
+                text.index("END-ZERO")
+                < text.index("Describe sales")
+                < text.index("END-BACKGROUND")
+                < text.index("A waited question")
+                < text.index("END-WAITED")
+            )
         finally:
             kernel.close()
 
@@ -196,8 +212,11 @@ def test_a_stopped_cell_turn_is_marked_live_and_after_a_resume(tmp_path: Path) -
             wait_for(lambda: shows(fe, root, "A long essay from a cell"), 10, "the reopened panel")
             assert kernel.execute(f"%agent resume {conversation}").ok
             kernel.drain(0.5)
-            wait_for(lambda: shows(fe, root, "First question", "A long essay from a cell", STOPPED), 10,
-                     "the resumed session, its stopped turn marked")
+            wait_for(
+                lambda: shows(fe, root, "First question", "A long essay from a cell", STOPPED),
+                10,
+                "the resumed session, its stopped turn marked",
+            )
             text = fe.transcript(root)
             assert text.count(STOPPED) == 1 and "Interrupted by the user" not in text, text
             assert text.index("A long essay from a cell") < text.index(STOPPED)
@@ -220,8 +239,11 @@ def test_a_temporary_cell_does_not_cut_the_panel_off_its_session(tmp_path: Path)
             assert kernel.execute("%%agent --wait --temp\nA temporary question").ok
             server.push("Back in the session. END-BACK")
             assert kernel.execute("%%agent --wait\nA question after the temporary one").ok
-            wait_for(lambda: shows(fe, root, "A question after the temporary one", "END-BACK"), 10,
-                     "the session's next cell turn in the panel")
+            wait_for(
+                lambda: shows(fe, root, "A question after the temporary one", "END-BACK"),
+                10,
+                "the session's next cell turn in the panel",
+            )
             text = fe.transcript(root)
             assert "END-TEMP" not in text and "A temporary question" not in text, text  # not part of the session
         finally:

@@ -35,8 +35,11 @@ def test_always_is_listed_revoked_and_does_not_survive_a_new_conversation(tmp_pa
             ids = kernel.text(f"print(*[c.id for c in {AGENT_EXPR}.db.db.list_conversations()])").split()
             assert len(ids) == 2
             target = ids[-1]
-            prefix = next(target[:n] for n in range(1, len(target)) if not any(
-                other.startswith(target[:n]) for other in ids if other != target))
+            prefix = next(
+                target[:n]
+                for n in range(1, len(target))
+                if not any(other.startswith(target[:n]) for other in ids if other != target)
+            )
             assert f"Deleted session {target}." in kernel.text(f"%agent delete {prefix}")
         finally:
             kernel.close()

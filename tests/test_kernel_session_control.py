@@ -15,8 +15,9 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,9 @@ def state(k: RawKernel) -> dict[str, Any]:
     return parse_state(k.text(STATE_CODE))
 
 
-def ask(k: RawKernel, data: dict[str, Any], subshell_id: str | None = None, timeout: float = 10.0) -> dict[str, Any] | None:
+def ask(
+    k: RawKernel, data: dict[str, Any], subshell_id: str | None = None, timeout: float = 10.0
+) -> dict[str, Any] | None:
     """Open a comm to the control target with `data`, as the sidebar does; the kernel's answer,
     or None when the kernel closed the comm without one (no target)."""
     comm_id = uuid.uuid4().hex
@@ -161,7 +164,10 @@ def test_a_deleted_session_is_replaced_by_a_new_one_on_the_next_turn(tmp_path: P
             assert now["conversation"] not in (None, old)
             notice = f"The session {old} was deleted; this turn starts a new session."
             assert [(m["content"], m["error"]) for m in now["messages"]] == [
-                ("Second question", None), ("", notice), ("Second answer.", None)]
+                ("Second question", None),
+                ("", notice),
+                ("Second answer.", None),
+            ]
             assert roles(audit(db_path, now["conversation"])) == ["UserMessage", "AssistantMessage"]
             assert ask(k, {"action": "active"}) == {"ok": True, "id": now["conversation"]}
             server.push(Reply.text("Third answer."))

@@ -53,18 +53,24 @@ def test_restart_resumes_the_latest_session(tmp_path: Path) -> None:
             Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "df"}}]),
             Reply.text("df has 3 rows."),
         )
-        run_notebook([
-            LOAD,
-            "import pandas as pd\ndf = pd.DataFrame({'churn': [0, 1, 0]})",
-            "%%agent --wait\nThe target column is churn.",
-            "%%agent --wait\nHow big is df?",
-        ], env, tmp_path)
+        run_notebook(
+            [
+                LOAD,
+                "import pandas as pd\ndf = pd.DataFrame({'churn': [0, 1, 0]})",
+                "%%agent --wait\nThe target column is churn.",
+                "%%agent --wait\nHow big is df?",
+            ],
+            env,
+            tmp_path,
+        )
         first_run = len(server.requests)
         assert first_run == 3
 
         # The first kernel is gone; a new one on the same file continues the session.
         server.push(Reply.text("You told me the target column is churn."))
-        nb = run_notebook([LOAD, "%%agent --wait\nWhat did I tell you first?", "%agent sessions", STATE_CODE], env, tmp_path)
+        nb = run_notebook(
+            [LOAD, "%%agent --wait\nWhat did I tell you first?", "%agent sessions", STATE_CODE], env, tmp_path
+        )
 
     (req,) = server.requests[first_run:]
     assert user_texts(req) == ["The target column is churn.", "How big is df?", "What did I tell you first?"]
@@ -84,15 +90,23 @@ def test_restart_resumes_the_latest_session(tmp_path: Path) -> None:
     # The resumed panel history holds both runs.
     state = parse_state(output_text(nb.cells[3].outputs))
     assert [m["content"] for m in state["messages"] if m["role"] == "user"] == [
-        "The target column is churn.", "How big is df?", "What did I tell you first?",
+        "The target column is churn.",
+        "How big is df?",
+        "What did I tell you first?",
     ]
 
     # The audit log (read from outside) holds both runs, in order, in one conversation.
     assert sql(db_path, "SELECT count(*) FROM conversation") == [(1,)]
     assert roles(audit(db_path)) == [
-        "UserMessage", "AssistantMessage",
-        "UserMessage", "AssistantMessage", "ToolCallRecord", "ToolResultRecord", "AssistantMessage",
-        "UserMessage", "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolCallRecord",
+        "ToolResultRecord",
+        "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
     ]
     assert integrity(db_path) == [("ok",)]
 
@@ -102,7 +116,9 @@ def test_provider_failure_is_in_the_audit_log_and_backfilled_on_resume(tmp_path:
     with FakeLLMServer() as server:
         env = kernel_env(server, AGENTIK_DB_PATH=str(db_path))
         server.push(Reply.text("Fine answer."), Reply.fault("401"))
-        nb = run_notebook([LOAD, "%%agent --wait\nA good question.", "%%agent --wait\nA doomed question."], env, tmp_path)
+        nb = run_notebook(
+            [LOAD, "%%agent --wait\nA good question.", "%%agent --wait\nA doomed question."], env, tmp_path
+        )
         assert "LLM_API_KEY" in output_text(nb.cells[2].outputs)
 
         entries = audit(db_path)
@@ -116,7 +132,10 @@ def test_provider_failure_is_in_the_audit_log_and_backfilled_on_resume(tmp_path:
             working = db.working_memory(conv.id)
         # the failed turn's question stays in working memory (written when the turn began)
         assert [(m.role, m.content.strip()) for m in working] == [
-            ("user", "A good question."), ("assistant", "Fine answer."), ("user", "A doomed question.")]
+            ("user", "A good question."),
+            ("assistant", "Fine answer."),
+            ("user", "A doomed question."),
+        ]
 
         # A new kernel: `%agent resume` brings the history back, the failed turn's error included.
         kernel = NotebookKernel(env, tmp_path)
@@ -158,10 +177,16 @@ def test_try_again_after_a_server_error_has_the_question_and_the_file_stays_soun
             *[Reply.fault("500")] * 3,  # the second model call of the turn fails, retries included
             Reply.text("One of three rows churned. END-RETRY"),
         )
-        nb = run_notebook([
-            LOAD, "import pandas as pd\ndf = pd.DataFrame({'churn': [0, 1, 0]})",
-            f"%%agent --wait\n{question}", "%%agent --wait\ntry again",
-        ], env, tmp_path)
+        nb = run_notebook(
+            [
+                LOAD,
+                "import pandas as pd\ndf = pd.DataFrame({'churn': [0, 1, 0]})",
+                f"%%agent --wait\n{question}",
+                "%%agent --wait\ntry again",
+            ],
+            env,
+            tmp_path,
+        )
         assert "500" in output_text(nb.cells[2].outputs)
         assert "END-RETRY" in transcript(nb.cells[3].outputs)["text/plain"]
         retry = server.requests[-1]
@@ -251,8 +276,7 @@ TURNS = 6
 def _concurrent_turns(kernels: dict[str, RawKernel]) -> dict[str, list]:
     """Queue TURNS `%%agent --wait` cells in every kernel at once, then collect them all."""
     submitted = {
-        name: [k.submit(f"%%agent --wait\n{name} question {i}") for i in range(TURNS)]
-        for name, k in kernels.items()
+        name: [k.submit(f"%%agent --wait\n{name} question {i}") for i in range(TURNS)] for name, k in kernels.items()
     }
     return {name: [kernels[name].collect(m, timeout=60) for m in ids] for name, ids in submitted.items()}
 
@@ -265,9 +289,7 @@ def _check_overlap(server: FakeLLMServer, names: tuple[str, ...]) -> None:
 
 def _all_streams(kernels: dict[str, RawKernel]) -> str:
     """Every stdout/stderr text any kernel sent, whichever cell (or background task) it came from."""
-    return "".join(
-        m["content"]["text"] for k in kernels.values() for m in k.iopub if m["msg_type"] == "stream"
-    )
+    return "".join(m["content"]["text"] for k in kernels.values() for m in k.iopub if m["msg_type"] == "stream")
 
 
 def _check_no_lost_turns(results: dict[str, list]) -> None:
@@ -306,7 +328,8 @@ def test_two_notebooks_in_one_folder_write_at_the_same_time(tmp_path: Path) -> N
         assert integrity(db_path) == [("ok",)]
         assert _questions(db_path) == sorted(f"{name} question {i}" for i in range(TURNS))
         assert sql(db_path, "SELECT role, count(*) FROM message GROUP BY role ORDER BY role") == [
-            ("assistant", TURNS), ("user", TURNS),
+            ("assistant", TURNS),
+            ("user", TURNS),
         ]
         assert sql(db_path, "SELECT count(*) FROM working_memory") == [(2 * TURNS,)]
 
@@ -332,7 +355,8 @@ def test_two_kernels_on_one_notebook_write_at_the_same_time(tmp_path: Path) -> N
     assert integrity(db_path) == [("ok",)]
     assert _questions(db_path) == sorted(f"{n} question {i}" for n in ("k1", "k2") for i in range(TURNS))
     assert sql(db_path, "SELECT role, count(*) FROM message GROUP BY role ORDER BY role") == [
-        ("assistant", 2 * TURNS), ("user", 2 * TURNS),
+        ("assistant", 2 * TURNS),
+        ("user", 2 * TURNS),
     ]
     assert sql(db_path, "SELECT count(*) FROM working_memory") == [(2 * 2 * TURNS,)]
     # Sequence numbers are unique within each conversation.

@@ -22,7 +22,9 @@ def installed_extension() -> Path:
         candidate = Path(labextensions) / NAME
         if (candidate / "package.json").is_file():
             return candidate
-    raise AssertionError(f"{NAME} is not in any labextensions directory {jupyter_path('labextensions')}: {HOW_TO_BUILD}")
+    raise AssertionError(
+        f"{NAME} is not in any labextensions directory {jupyter_path('labextensions')}: {HOW_TO_BUILD}"
+    )
 
 
 def test_built_extension_is_installed() -> None:
@@ -38,7 +40,10 @@ def test_built_extension_is_installed() -> None:
 def test_jupyterlab_lists_it_enabled() -> None:
     listing = subprocess.run(
         [sys.executable, "-m", "jupyter", "labextension", "list"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     lines = [line for line in (listing.stdout + listing.stderr).splitlines() if NAME in line]
     assert lines, f"`jupyter labextension list` does not show {NAME}: {HOW_TO_BUILD}\n{listing.stderr}"
@@ -56,6 +61,8 @@ def test_the_versions_agree() -> None:
     root = Path(__file__).resolve().parents[1]
     package = json.loads((root / "labextension" / "package.json").read_text())["version"]
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
-    widget = re.search(r"export const VERSION = '([^']+)'", (root / "labextension" / "src" / "livetext_widget.ts").read_text())
+    widget = re.search(
+        r"export const VERSION = '([^']+)'", (root / "labextension" / "src" / "livetext_widget.ts").read_text()
+    )
     assert widget, "livetext_widget.ts no longer states its VERSION"
     assert {agentik_jupyter.__version__, package, project, widget.group(1)} == {package}

@@ -142,7 +142,9 @@ def test_invalid_json_reports_line(tmp_path: Path) -> None:
 
 def test_relative_cwd_and_command_resolve_beside_the_file(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"s": {"command": "./bin/srv", "cwd": "data"}, "p": {"command": "python"}}}))
+    path.write_text(
+        json.dumps({"mcpServers": {"s": {"command": "./bin/srv", "cwd": "data"}, "p": {"command": "python"}}})
+    )
     config = load_config(path, environ={})
     s = config.servers["s"]
     assert isinstance(s, StdioServerConfig)

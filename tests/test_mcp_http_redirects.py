@@ -79,7 +79,7 @@ class Listener:
         while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             with conn:
                 conn.settimeout(1.0)
@@ -172,7 +172,8 @@ async def test_a_server_that_starts_redirecting_mid_session_sends_nothing_elsewh
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, REDIRECTING, str(port), f"http://127.0.0.1:{elsewhere.port}/mcp"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 30

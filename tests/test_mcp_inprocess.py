@@ -12,11 +12,11 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from agentik_jupyter.mcp import MCPConfig, MCPManager, MCPServerError, MCPToolError
 from agentik_jupyter.core.orchestrator import Orchestrator
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.mcp import MCPConfig, MCPManager, MCPServerError, MCPToolError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolDefinition, ToolOutput
 
 pytestmark = pytest.mark.timeout(30)

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from agentik_jupyter.tools.approval import format_tools
 from agentik_jupyter.mcp import MCPConfig, MCPManager
+from agentik_jupyter.tools.approval import format_tools
 from agentik_jupyter.tools.registry import ToolRegistry, tool
 
 pytestmark = pytest.mark.timeout(60)

@@ -42,9 +42,15 @@ def wait_gone(pids: list[int]) -> list[int]:
 def start_server(tmp_path: Path, name: str) -> tuple[RawKernel, list[int]]:
     mark = tmp_path / f"{name}.json"
     config = tmp_path / f"{name}-mcp.json"
-    config.write_text(json.dumps({"mcpServers": {
-        "spawner": {"command": sys.executable, "args": [str(MARKING), str(mark), "--spawn"]},
-    }}))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "spawner": {"command": sys.executable, "args": [str(MARKING), str(mark), "--spawn"]},
+                }
+            }
+        )
+    )
     env = kernel_env(None, AGENTIK_MCP_CONFIG=str(config), AGENTIK_DB_PATH=str(tmp_path / f"{name}.db"))
     kernel = RawKernel(env, tmp_path)
     kernel.text("%load_ext agentik_jupyter")

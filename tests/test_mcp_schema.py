@@ -67,7 +67,11 @@ def test_refs_are_inlined_and_optional_unions_unwrapped() -> None:
 
 
 def test_converted_parameters_validate_like_the_server_expects() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
     params = parameters_from_schema(schema)
     assert validate_arguments({"a": 1, "b": 2}, params) == []
     assert any("'b'" in p for p in validate_arguments({"a": 1}, params))
@@ -93,7 +97,10 @@ def test_text_and_image_content() -> None:
     assert out.text.startswith("chart:\n[image: image/png")
     assert out.display is not None and out.display["image/png"] == "aGVsbG8="
     two = output_from_content(
-        [ImageContent(type="image", data="AA==", mime_type="image/png"), ImageContent(type="image", data="AQ==", mime_type="image/jpeg")]
+        [
+            ImageContent(type="image", data="AA==", mime_type="image/png"),
+            ImageContent(type="image", data="AQ==", mime_type="image/jpeg"),
+        ]
     )
     assert two.display is not None and two.display["text/html"].count("<img") == 2
 
@@ -102,7 +109,10 @@ def test_resources_audio_links_and_structured_content() -> None:
     out = output_from_content(
         [
             EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///a.txt", text="hello")),
-            EmbeddedResource(type="resource", resource=BlobResourceContents(uri="file:///b.bin", blob="AAAA", mime_type="application/x")),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(uri="file:///b.bin", blob="AAAA", mime_type="application/x"),
+            ),
             AudioContent(type="audio", data="AA==", mime_type="audio/wav"),
             ResourceLink(type="resource_link", uri="file:///c", name="c"),
         ]

@@ -55,7 +55,11 @@ async def manager(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[MCP
                 },
                 "victim": {"command": sys.executable, "args": [DEMO]},
                 "ghost": {"command": "agentik-no-such-command-xyz"},
-                "mute": {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"], "startupTimeout": 1.5},
+                "mute": {
+                    "command": sys.executable,
+                    "args": ["-c", "import sys; sys.stdin.read()"],
+                    "startupTimeout": 1.5,
+                },
                 "dies": {
                     "command": sys.executable,
                     "args": ["-c", "import sys; print('bad things happened', file=sys.stderr); sys.exit(2)"],

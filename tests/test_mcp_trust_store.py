@@ -11,8 +11,8 @@ import pytest
 from agentik_jupyter.mcp import MCPConfig, MCPManager
 from agentik_jupyter.mcp.config import parse_server
 from agentik_jupyter.mcp.project import read_project_file
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.security.trust import TrustStore, digest, is_user_file
+from agentik_jupyter.tools.registry import ToolRegistry
 
 SECRET = "sk-unit-SECRET-0123456789"
 
@@ -59,11 +59,24 @@ def test_user_files_are_trusted(jupyter_dirs: Path) -> None:
 def test_untrusted_file_is_summarised_without_expansion(jupyter_dirs: Path) -> None:
     folder = jupyter_dirs / "project"
     folder.mkdir()
-    (folder / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "files": {"command": "npx", "args": ["-y", "server", "${HOME}"], "env": {"TOKEN": "${LLM_API_KEY}"},
-                  "policy": "auto"},
-        "web": {"url": "https://example.invalid/${LLM_API_KEY:-none}", "headers": {"X-Key": "${OTHER_KEY}"}},
-    }}))
+    (folder / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "files": {
+                        "command": "npx",
+                        "args": ["-y", "server", "${HOME}"],
+                        "env": {"TOKEN": "${LLM_API_KEY}"},
+                        "policy": "auto",
+                    },
+                    "web": {
+                        "url": "https://example.invalid/${LLM_API_KEY:-none}",
+                        "headers": {"X-Key": "${OTHER_KEY}"},
+                    },
+                }
+            }
+        )
+    )
     manager = MCPManager(ToolRegistry(), notebook_dir=folder)
     pending = manager.pending_trust
     assert pending is not None and manager.configured
@@ -71,7 +84,9 @@ def test_untrusted_file_is_summarised_without_expansion(jupyter_dirs: Path) -> N
     assert files.target == "npx -y server ${HOME}" and files.reads == ("HOME", "LLM_API_KEY")
     assert files.sets == ("TOKEN",) and files.policy == "auto"
     assert web.target.startswith("https://example.invalid/${LLM_API_KEY:-none}") and web.reads == (
-        "LLM_API_KEY", "OTHER_KEY")
+        "LLM_API_KEY",
+        "OTHER_KEY",
+    )
     listing = "\n".join(s.describe() for s in manager.statuses())
     assert "files (stdio, policy ask): untrusted" in listing and SECRET not in listing
     assert manager.registry.get("files__anything") is None and not manager._connections

@@ -50,9 +50,27 @@ def nbval(path: Path, slow: bool, tmp_path: Path) -> subprocess.CompletedProcess
         llm.push(reply(slow))
         env = kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "check.agentik.db"), PYTHONPATH=str(ROOT))
         return subprocess.run(
-            [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
-             "-p", "tests.nbval_skip", "-q", "--no-header", "-o", "addopts=", str(path)],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--nbval",
+                "--nbval-current-env",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "tests.nbval_skip",
+                "-q",
+                "--no-header",
+                "-o",
+                "addopts=",
+                str(path),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=200,
         )
 
 

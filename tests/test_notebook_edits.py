@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -23,8 +24,15 @@ from .kernel_support import RawKernel, kernel_env, wait_for
 pytestmark = pytest.mark.timeout(120)
 
 LIVE_CELLS = [
-    {"id": "c-load", "cell_type": "code", "source": "total = price * 2  # unsaved edit", "execution_count": 1,
-     "outputs": [{"output_type": "error", "ename": "NameError", "evalue": "name 'price' is not defined", "traceback": []}]},
+    {
+        "id": "c-load",
+        "cell_type": "code",
+        "source": "total = price * 2  # unsaved edit",
+        "execution_count": 1,
+        "outputs": [
+            {"output_type": "error", "ename": "NameError", "evalue": "name 'price' is not defined", "traceback": []}
+        ],
+    },
     {"id": "c-note", "cell_type": "markdown", "source": "# Notes", "outputs": []},
 ]
 
@@ -57,7 +65,11 @@ def next_request(k: RawKernel, seen: int, timeout: float = 15.0) -> dict[str, An
 def reply(k: RawKernel, request: dict[str, Any], **data: Any) -> None:
     """What the extension does: open a reply comm carrying the request id, and close it."""
     comm_id = f"reply-{time.monotonic_ns()}"
-    content = {"comm_id": comm_id, "target_name": REPLY_TARGET, "data": {"request_id": request["data"]["request_id"], **data}}
+    content = {
+        "comm_id": comm_id,
+        "target_name": REPLY_TARGET,
+        "data": {"request_id": request["data"]["request_id"], **data},
+    }
     k.kc.shell_channel.send(k.kc.session.msg("comm_open", content))
     k.kc.shell_channel.send(k.kc.session.msg("comm_close", {"comm_id": comm_id, "data": {}}))
 
@@ -74,14 +86,28 @@ def run_turn(k: RawKernel, llm: FakeLLMServer, *calls: dict[str, Any]) -> None:
 
 
 def finish(k: RawKernel, llm: FakeLLMServer, requests_expected: int) -> None:
-    wait_for(lambda: len(llm.requests) >= requests_expected and k.value(
-        "__import__('agentik_jupyter.kernel.agent', fromlist=['x']).get_agent(get_ipython()).session.busy") is False,
-        30, "the turn to end")
+    wait_for(
+        lambda: (
+            len(llm.requests) >= requests_expected
+            and k.value(
+                "__import__('agentik_jupyter.kernel.agent', fromlist=['x']).get_agent(get_ipython()).session.busy"
+            )
+            is False
+        ),
+        30,
+        "the turn to end",
+    )
 
 
-def test_the_model_reads_the_live_document_and_a_rejected_edit_changes_nothing(kernel: RawKernel, llm: FakeLLMServer) -> None:
-    run_turn(kernel, llm, {"name": "read_notebook", "args": {}},
-             {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "price = 3\ntotal = price * 2"}})
+def test_the_model_reads_the_live_document_and_a_rejected_edit_changes_nothing(
+    kernel: RawKernel, llm: FakeLLMServer
+) -> None:
+    run_turn(
+        kernel,
+        llm,
+        {"name": "read_notebook", "args": {}},
+        {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "price = 3\ntotal = price * 2"}},
+    )
     read = next_request(kernel, 0)
     assert read["data"]["action"] == "read"
     reply(kernel, read, phase="result", status="ok", path="analysis.ipynb", cells=LIVE_CELLS)
@@ -101,9 +127,13 @@ def test_the_model_reads_the_live_document_and_a_rejected_edit_changes_nothing(k
 
 
 def test_an_unread_cell_is_refused_and_a_stale_edit_is_reported(kernel: RawKernel, llm: FakeLLMServer) -> None:
-    run_turn(kernel, llm, {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "x = 1"}},
-             {"name": "read_notebook", "args": {"cell_id": "c-load"}},
-             {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "x = 1"}})
+    run_turn(
+        kernel,
+        llm,
+        {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "x = 1"}},
+        {"name": "read_notebook", "args": {"cell_id": "c-load"}},
+        {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "x = 1"}},
+    )
     read = next_request(kernel, 0)
     assert read["data"]["action"] == "read"  # the unread edit never reached the notebook
     reply(kernel, read, phase="result", status="ok", path="analysis.ipynb", cells=LIVE_CELLS)
@@ -116,14 +146,24 @@ def test_an_unread_cell_is_refused_and_a_stale_edit_is_reported(kernel: RawKerne
 
 
 def test_accept_and_run_is_reported_and_delete_asks_too(kernel: RawKernel, llm: FakeLLMServer) -> None:
-    run_turn(kernel, llm, {"name": "read_notebook", "args": {}},
-             {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "price = 3\ntotal = price * 2"}},
-             {"name": "delete_cell", "args": {"cell_id": "c-note"}})
+    run_turn(
+        kernel,
+        llm,
+        {"name": "read_notebook", "args": {}},
+        {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "price = 3\ntotal = price * 2"}},
+        {"name": "delete_cell", "args": {"cell_id": "c-note"}},
+    )
     reply(kernel, next_request(kernel, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
     edit = next_request(kernel, 1)
     reply(kernel, edit, phase="shown")
-    reply(kernel, edit, phase="result", status="accepted_and_run", ran_ok=True,
-          outputs=[{"output_type": "stream", "name": "stdout", "text": "TOTAL 6\n"}])
+    reply(
+        kernel,
+        edit,
+        phase="result",
+        status="accepted_and_run",
+        ran_ok=True,
+        outputs=[{"output_type": "stream", "name": "stdout", "text": "TOTAL 6\n"}],
+    )
     reply(kernel, next_request(kernel, 2), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
     delete = next_request(kernel, 3)
     assert delete["data"]["action"] == "delete_cell" and delete["data"]["new_source"] == ""
@@ -136,18 +176,38 @@ def test_accept_and_run_is_reported_and_delete_asks_too(kernel: RawKernel, llm: 
     assert "cell c-note was deleted" in deleted
 
 
-def test_without_the_extension_the_diff_goes_to_the_card_and_nothing_is_applied(tmp_path: Path, llm: FakeLLMServer) -> None:
+def test_without_the_extension_the_diff_goes_to_the_card_and_nothing_is_applied(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
     notebook = tmp_path / "saved.ipynb"
-    notebook.write_text(json.dumps({"cells": [{"id": "c1", "cell_type": "code", "source": "a = 1", "metadata": {},
-                                               "outputs": [], "execution_count": None}],
-                                    "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    notebook.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "id": "c1",
+                        "cell_type": "code",
+                        "source": "a = 1",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                    }
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     before = notebook.read_bytes()
     k = RawKernel(kernel_env(llm, JPY_SESSION_NAME=str(notebook)), tmp_path)
     try:
         assert k.execute("%load_ext agentik_jupyter").ok
-        llm.push(Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
-                 Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": "c1", "new_source": "a = 2"}}]),
-                 Reply.text("Done."))
+        llm.push(
+            Reply.tool_calls([{"name": "read_notebook", "args": {}}]),
+            Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": "c1", "new_source": "a = 2"}}]),
+            Reply.text("Done."),
+        )
         assert k.execute("%%agent --wait\nChange a to 2.", timeout=60).ok
     finally:
         k.close()
@@ -180,20 +240,32 @@ AFTER_FIX = [
 def _fix_and_run(tmp_path: Path, llm: FakeLLMServer, approve: str) -> tuple[RawKernel, dict[str, Any]]:
     k = RawKernel(kernel_env(llm, AGENTIK_APPROVE=approve, AGENTIK_APPROVAL_TIMEOUT="20"), tmp_path)
     assert k.execute("%load_ext agentik_jupyter").ok
-    run_turn(k, llm, {"name": "read_notebook", "args": {}},
-             {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": AFTER_FIX[0]["source"]}})
+    run_turn(
+        k,
+        llm,
+        {"name": "read_notebook", "args": {}},
+        {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": AFTER_FIX[0]["source"]}},
+    )
     reply(k, next_request(k, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
     edit = next_request(k, 1)
     reply(k, edit, phase="shown")
-    reply(k, edit, phase="result", status="accepted_and_run", ran_ok=True,
-          outputs=[{"output_type": "stream", "name": "stdout", "text": "fixed\n"}])
+    reply(
+        k,
+        edit,
+        phase="result",
+        status="accepted_and_run",
+        ran_ok=True,
+        outputs=[{"output_type": "stream", "name": "stdout", "text": "fixed\n"}],
+    )
     again = next_request(k, 2)  # the kernel reads the notebook again to find the cells after the fix
     assert again["data"]["action"] == "read"
     reply(k, again, phase="result", status="ok", path="a.ipynb", cells=AFTER_FIX)
     return k, again
 
 
-def test_after_accept_and_run_the_dependent_cells_are_rerun_in_order_and_reported(tmp_path: Path, llm: FakeLLMServer) -> None:
+def test_after_accept_and_run_the_dependent_cells_are_rerun_in_order_and_reported(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
     k, _ = _fix_and_run(tmp_path, llm, "auto")
     try:
         rerun = next_request(k, 3)
@@ -201,11 +273,26 @@ def test_after_accept_and_run_the_dependent_cells_are_rerun_in_order_and_reporte
         # uses `total` directly, uses `double` (from a dependent cell), a cell with a magic line, the code
         # `%time` runs; never the unrelated cell, the %%agent cell, a magic on other things, or Markdown
         assert rerun["data"]["cell_ids"] == ["c-use", "c-chain", "c-magic", "c-time"]
-        reply(k, rerun, phase="result", status="ok", cells=[
-            {"cell_id": "c-use", "status": "ok", "outputs": [{"output_type": "stream", "name": "stdout", "text": "12\n"}]},
-            {"cell_id": "c-chain", "status": "failed", "outputs": [
-                {"output_type": "error", "ename": "TypeError", "evalue": "bad operand", "traceback": []}]},
-        ])
+        reply(
+            k,
+            rerun,
+            phase="result",
+            status="ok",
+            cells=[
+                {
+                    "cell_id": "c-use",
+                    "status": "ok",
+                    "outputs": [{"output_type": "stream", "name": "stdout", "text": "12\n"}],
+                },
+                {
+                    "cell_id": "c-chain",
+                    "status": "failed",
+                    "outputs": [
+                        {"output_type": "error", "ename": "TypeError", "evalue": "bad operand", "traceback": []}
+                    ],
+                },
+            ],
+        )
         finish(k, llm, 3)
     finally:
         k.close()

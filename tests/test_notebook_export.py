@@ -77,8 +77,10 @@ def test_export_with_nothing_run_says_so(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.agentik-export*.ipynb"))
 
 
-LIVE = [{"id": "c-load", "cell_type": "code", "source": "price = 3", "outputs": []},
-        {"id": "c-total", "cell_type": "code", "source": "total = price * 2", "outputs": []}]
+LIVE = [
+    {"id": "c-load", "cell_type": "code", "source": "price = 3", "outputs": []},
+    {"id": "c-total", "cell_type": "code", "source": "total = price * 2", "outputs": []},
+]
 
 
 def test_export_keeps_accepted_edits_and_inserted_cells_in_order_and_leaves_rejected_edits_out(tmp_path: Path) -> None:

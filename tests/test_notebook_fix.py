@@ -48,9 +48,20 @@ def test_fix_turn_carries_the_cell_the_traceback_and_the_variables(tmp_path: Pat
 
 
 def test_an_older_error_is_read_from_the_notebook_cell() -> None:
-    cell = Cell(id="c9", cell_type="code", source="1/0", execution_count=4, outputs=[{
-        "output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero",
-        "traceback": ["\x1b[31mZeroDivisionError\x1b[0m: division by zero"]}])
+    cell = Cell(
+        id="c9",
+        cell_type="code",
+        source="1/0",
+        execution_count=4,
+        outputs=[
+            {
+                "output_type": "error",
+                "ename": "ZeroDivisionError",
+                "evalue": "division by zero",
+                "traceback": ["\x1b[31mZeroDivisionError\x1b[0m: division by zero"],
+            }
+        ],
+    )
     failure = failure_from_cell(cell)
     assert failure is not None and failure.traceback == "ZeroDivisionError: division by zero"
     prompt = fix_prompt(failure, {})

@@ -62,7 +62,9 @@ def test_trust_from_a_cell_adds_the_instructions_to_the_next_request(tmp_path: P
     (tmp_path / "AGENTS.md").write_text(RULE)
     with FakeLLMServer() as llm:
         llm.push(Reply.text("Bonjour."), Reply.text("Encore."), Reply.text("Third."))
-        env = kernel_env(llm, JPY_SESSION_NAME=str(notebook), JUPYTER_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path))
+        env = kernel_env(
+            llm, JPY_SESSION_NAME=str(notebook), JUPYTER_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path)
+        )
         kernel = NotebookKernel(env, tmp_path)
         try:
             kernel.run("%load_ext agentik_jupyter")

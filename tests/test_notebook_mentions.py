@@ -38,7 +38,9 @@ def test_a_mentioned_frame_reaches_the_model_with_its_profile(tmp_path: Path) ->
         kernel = NotebookKernel(kernel_env(llm), tmp_path)
         try:
             kernel.run("%load_ext agentik_jupyter")
-            kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'e'], 'price': [1.5, None, None]})")
+            kernel.run(
+                "import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'e'], 'price': [1.5, None, None]})"
+            )
             cell = kernel.run("%%agent --wait\nWhy are prices missing in @sales? Write to bob@example.com")
         finally:
             kernel.close()
@@ -53,9 +55,9 @@ def test_a_mentioned_frame_reaches_the_model_with_its_profile(tmp_path: Path) ->
 
 
 async def test_every_turn_of_a_session_expands_mentions_panel_sends_included() -> None:
-    from agentik_jupyter.tools.registry import ToolRegistry
     from agentik_jupyter.core.session import Session
     from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+    from agentik_jupyter.tools.registry import ToolRegistry
 
     transport = ScriptedTransport([Step.say("Seen.")])
     session = Session(transport, ToolRegistry(), temporary=True)

@@ -44,7 +44,9 @@ def _notebook(path: Path, extra_cells: int = 0) -> Path:
     ]
     broken = nbformat.v4.new_code_cell("total = x + 1", execution_count=3)
     broken.id = "broken-cell"
-    broken.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="name 'x' is not defined", traceback=[])]
+    broken.outputs = [
+        nbformat.v4.new_output("error", ename="NameError", evalue="name 'x' is not defined", traceback=[])
+    ]
     note = nbformat.v4.new_markdown_cell("## Revenue by region")
     note.id = "note-cell"
     nb.cells = [load, plot, broken, note]

@@ -8,10 +8,10 @@ import threading
 import pytest
 
 from agentik_jupyter.core.orchestrator import MAX_ITERATIONS_MESSAGE, Orchestrator
-from agentik_jupyter.errors import AuthenticationError
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import AgentContext, ChatMessage, ToolDefinition, ToolParameter
 
 
@@ -90,10 +90,14 @@ async def test_throwing_tool_becomes_error_result_and_loop_goes_on() -> None:
 async def test_wrong_argument_type_is_not_executed() -> None:
     ran: list[object] = []
     reg = ToolRegistry()
-    reg.add(ToolDefinition(
-        name="get_asset", parameters=[ToolParameter(key="assetId", type="string", required=False)],
-        execute=lambda assetId=None: ran.append(assetId), policy="auto",
-    ))
+    reg.add(
+        ToolDefinition(
+            name="get_asset",
+            parameters=[ToolParameter(key="assetId", type="string", required=False)],
+            execute=lambda assetId=None: ran.append(assetId),
+            policy="auto",
+        )
+    )
     orch, _, chat, _, _ = make([Step.call("get_asset", {"assetId": 123}), Step.say("ok")], reg)
     await orch.run(user())
     err = chat.messages[1].tool_result.error
@@ -103,10 +107,14 @@ async def test_wrong_argument_type_is_not_executed() -> None:
 async def test_missing_optional_argument_runs() -> None:
     ran: list[object] = []
     reg = ToolRegistry()
-    reg.add(ToolDefinition(
-        name="get_asset", parameters=[ToolParameter(key="assetId", type="string", required=False)],
-        execute=lambda assetId=None: ran.append(assetId) or "fine", policy="auto",
-    ))
+    reg.add(
+        ToolDefinition(
+            name="get_asset",
+            parameters=[ToolParameter(key="assetId", type="string", required=False)],
+            execute=lambda assetId=None: ran.append(assetId) or "fine",
+            policy="auto",
+        )
+    )
     orch, _, chat, _, _ = make([Step.call("get_asset", {}), Step.say("ok")], reg)
     await orch.run(user())
     assert ran == [None] and chat.messages[1].tool_result.error is None

@@ -19,11 +19,16 @@ def crafted_file(path: Path) -> list[str]:
     conn = sqlite3.connect(path)
     with conn:
         later = time.time() + 60
-        conn.execute("INSERT INTO conversation (id, title, is_temporal, created_at, updated_at)"
-                     " VALUES ('conv_temp', 't', 1, ?, ?)", (later, later))
+        conn.execute(
+            "INSERT INTO conversation (id, title, is_temporal, created_at, updated_at)"
+            " VALUES ('conv_temp', 't', 1, ?, ?)",
+            (later, later),
+        )
         for i, bad in enumerate(CRAFTED):
-            conn.execute("INSERT INTO conversation (id, title, is_temporal, created_at, updated_at)"
-                         " VALUES (?, 'x', 0, ?, ?)", (bad, later, later + i))
+            conn.execute(
+                "INSERT INTO conversation (id, title, is_temporal, created_at, updated_at) VALUES (?, 'x', 0, ?, ?)",
+                (bad, later, later + i),
+            )
     conn.close()
     return list(reversed(saved))
 

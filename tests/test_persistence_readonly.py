@@ -133,14 +133,21 @@ def test_change_log_numbers_created_renamed_message_deleted(tmp_path: Path) -> N
     kinds = [(e["type"], e["session_id"]) for e in events]
     # the first question names the session (a rename); the deleted session's message is gone with it
     assert kinds == [
-        ("created", conv.id), ("message", conv.id), ("renamed", conv.id), ("message", conv.id),
-        ("renamed", conv.id), ("created", other.id), ("deleted", other.id),
+        ("created", conv.id),
+        ("message", conv.id),
+        ("renamed", conv.id),
+        ("message", conv.id),
+        ("renamed", conv.id),
+        ("created", other.id),
+        ("deleted", other.id),
     ], kinds
     positions = [e["position"] for e in events]
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
     messages = [e for e in events if e["type"] == "message"]
     assert [m["entry"]["record"]["kind"] for m in messages] == ["user", "assistant"]
     assert events[-1]["title"] == "gone soon"
-    assert [e["session"]["title"] for e in events if e["type"] == "renamed" and e["session_id"] == conv.id][-1] == "Sales"
+    assert [e["session"]["title"] for e in events if e["type"] == "renamed" and e["session_id"] == conv.id][
+        -1
+    ] == "Sales"
     assert reader.changes_after(positions[-1]) == []
     assert reader.changes_after(positions[2])[0]["position"] == positions[3]  # resume from any position

@@ -65,8 +65,15 @@ def test_fresh_file(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
-    assert {"conversation", "message", "working_memory", "message_conversation_seq",
-            "working_memory_conversation_order", "message_no_update", "message_no_delete"} <= names
+    assert {
+        "conversation",
+        "message",
+        "working_memory",
+        "message_conversation_seq",
+        "working_memory_conversation_order",
+        "message_no_update",
+        "message_no_delete",
+    } <= names
 
 
 def test_empty_file_is_version_zero(tmp_path: Path) -> None:

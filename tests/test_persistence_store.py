@@ -118,8 +118,10 @@ RECORDS = [
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: f"{r.kind}")
 def test_every_audit_record_round_trips(db: SessionDB, record) -> None:
     conv = db.create_conversation()
-    turn = db.begin_turn(conv.id, record) if isinstance(record, UserMessage) else db.begin_turn(
-        conv.id, UserMessage(content="q")
+    turn = (
+        db.begin_turn(conv.id, record)
+        if isinstance(record, UserMessage)
+        else db.begin_turn(conv.id, UserMessage(content="q"))
     )
     if not isinstance(record, UserMessage):
         ref = db.append(conv.id, turn, record)
@@ -287,7 +289,13 @@ def test_turn_writes_audit_and_working_memory(db: SessionDB) -> None:
     page = db.audit_log(conv.id)
     assert [e.seq for e in page.entries] == list(range(1, 8))
     assert [e.record.kind for e in page.entries] == [
-        "user", "assistant", "tool_call", "tool_result", "tool_call", "tool_result", "assistant",
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "assistant",
     ]
     assert {e.turn_id for e in page.entries} == {turn}
     assert db.working_memory(conv.id) == working
@@ -378,8 +386,8 @@ def test_failed_turn_keeps_only_its_question_in_working_memory(db: SessionDB) ->
     turn3 = db.begin_turn(conv.id, UserMessage(content="third"))
     db.commit_turn(conv.id, turn3, third)
     working = db.working_memory(conv.id)
-    assert working[: len(first)] == first and working[len(first) + 1:] == third
-    assert roles_and_texts(working[len(first): len(first) + 1]) == [question("second")]
+    assert working[: len(first)] == first and working[len(first) + 1 :] == third
+    assert roles_and_texts(working[len(first) : len(first) + 1]) == [question("second")]
 
 
 def test_interrupted_turn_keeps_completed_pairs_only(db: SessionDB) -> None:
@@ -411,7 +419,7 @@ def test_interrupt_before_any_answer_keeps_only_the_question(db: SessionDB) -> N
     turn = db.begin_turn(conv.id, UserMessage(id=user.id, content="q"))
     db.interrupt_turn(conv.id, turn, working, message="Stopped")
     assert db.working_memory(conv.id)[: len(before)] == before
-    assert roles_and_texts(db.working_memory(conv.id)[len(before):]) == [question("q")]  # the question only
+    assert roles_and_texts(db.working_memory(conv.id)[len(before) :]) == [question("q")]  # the question only
     assert all_records(db, conv.id)[-1].message == "Stopped"
 
 

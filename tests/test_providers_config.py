@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.providers.anthropic import AnthropicAdapter
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 
 SECRET = "sk-live-SECRET-c0nf1g-test"

@@ -7,10 +7,21 @@ from typing import Any
 
 import pytest
 
+from agentik_jupyter.errors import (
+    AuthenticationError,
+    MalformedResponseError,
+    NotFoundError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+    StreamError,
+)
 from agentik_jupyter.providers._http import RetryPolicy, Timeouts
 from agentik_jupyter.providers.base import ChatParams, ProviderAdapter, StreamDone, TextDelta, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.errors import AuthenticationError, MalformedResponseError, NotFoundError, PermissionDeniedError, ProviderConnectionError, ProviderError, ProviderTimeoutError, RateLimitError, ServerError, StreamError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ChatMessage
 

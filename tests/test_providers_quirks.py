@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from agentik_jupyter.errors import StreamError
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.errors import StreamError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ChatMessage
 
@@ -25,7 +25,9 @@ def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
 
 
-def call(index: int | None = None, id: str | None = None, name: str | None = None, args: Any = "<absent>") -> dict[str, Any]:
+def call(
+    index: int | None = None, id: str | None = None, name: str | None = None, args: Any = "<absent>"
+) -> dict[str, Any]:
     tc: dict[str, Any] = {"function": {}}
     if index is not None:
         tc["index"] = index
@@ -102,7 +104,9 @@ async def test_non_object_arguments_are_reported(fake_llm: FakeLLMServer) -> Non
 
 
 async def test_reasoning_never_leaks_into_content(fake_llm: FakeLLMServer) -> None:
-    body = sse(delta({"reasoning_content": "think "}), delta({"reasoning": "more"}), delta({"content": "answer"}, "stop"))
+    body = sse(
+        delta({"reasoning_content": "think "}), delta({"reasoning": "more"}), delta({"content": "answer"}, "stop")
+    )
     response = await openai_stream(fake_llm, body)
     assert (response.content, response.reasoning, response.reasoning_field) == (
         "answer",

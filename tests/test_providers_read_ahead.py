@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from agentik_jupyter.errors import StreamError
 from agentik_jupyter.providers._read_ahead import merge
 from agentik_jupyter.providers.base import (
     ChatParams,
@@ -24,7 +25,6 @@ from agentik_jupyter.providers.base import (
     ToolCallStart,
 )
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.errors import StreamError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing import _wire as W
 from agentik_jupyter.types import ChatMessage
@@ -111,11 +111,14 @@ async def test_stop_hangs_up_and_leaves_no_task(provider: str) -> None:
 
 def test_merge_joins_neighbours_of_one_kind_and_keeps_the_order() -> None:
     batch = [
-        TextDelta(text="a"), TextDelta(text="b"),
-        ReasoningDelta(text="r1"), ReasoningDelta(text="r2"),
+        TextDelta(text="a"),
+        TextDelta(text="b"),
+        ReasoningDelta(text="r1"),
+        ReasoningDelta(text="r2"),
         TextDelta(text="c"),
         ToolCallStart(index=0, id="c0", name="f"),
-        ToolCallArgsDelta(index=0, text='{"x"'), ToolCallArgsDelta(index=0, text=": 1}"),
+        ToolCallArgsDelta(index=0, text='{"x"'),
+        ToolCallArgsDelta(index=0, text=": 1}"),
         ToolCallArgsDelta(index=1, text="{}"),
     ]
     assert merge(batch) == [
@@ -144,7 +147,9 @@ async def test_a_stream_that_says_it_is_over_ends_the_answer_though_the_body_goe
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
-        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        length = int(
+            next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        )
         await reader.readexactly(length)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         for frame in frames:

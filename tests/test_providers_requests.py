@@ -45,7 +45,10 @@ HISTORY = [
     ChatMessage(
         role="assistant",
         content="Looking.",
-        tool_calls=[ToolCall(id="c1", name="describe", args={"name": "df"}), ToolCall(id="c2", name="describe", args={"name": "df2"})],
+        tool_calls=[
+            ToolCall(id="c1", name="describe", args={"name": "df"}),
+            ToolCall(id="c2", name="describe", args={"name": "df2"}),
+        ],
     ),
     ChatMessage(role="tool", tool_result=ToolResult(tool_call_id="c1", name="describe", result={"rows": 3})),
     ChatMessage(role="tool", tool_result=ToolResult(tool_call_id="c2", name="describe", error="NameError: df2")),
@@ -63,7 +66,9 @@ async def send(srv: FakeLLMServer, provider: str, params: ChatParams, *, stream:
     await adapter.aclose()
 
 
-def params(messages: list[ChatMessage] | None = None, tools: list[ToolSchema] | None = None, system: str = "") -> ChatParams:
+def params(
+    messages: list[ChatMessage] | None = None, tools: list[ToolSchema] | None = None, system: str = ""
+) -> ChatParams:
     return ChatParams(
         model="fake-model",
         messages=messages or [ChatMessage(role="user", content="hi")],
@@ -146,7 +151,9 @@ async def test_anthropic_body_tools_and_history(fake_llm: FakeLLMServer) -> None
     body = request.body
     assert body["system"] == "You are in a notebook."
     assert body["max_tokens"] == 4096 and body["stream"] is True and body["model"] == "fake-model"
-    assert body["tools"] == [{"name": "describe", "description": "Describe a DataFrame", "input_schema": TOOL_INPUT_SCHEMA}]
+    assert body["tools"] == [
+        {"name": "describe", "description": "Describe a DataFrame", "input_schema": TOOL_INPUT_SCHEMA}
+    ]
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Describe df and df2"}]},
         {

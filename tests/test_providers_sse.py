@@ -14,12 +14,13 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from agentik_jupyter.providers._sse import SSEDecoder
 from agentik_jupyter.errors import MalformedResponseError
+from agentik_jupyter.providers._sse import SSEDecoder
 
 CORPUS = Path(__file__).parent / "data" / "conformance"
 STREAMS = sorted(
-    p.with_suffix(".response") for p in CORPUS.glob("*.json")
+    p.with_suffix(".response")
+    for p in CORPUS.glob("*.json")
     if p.name != "cases.json" and json.loads(p.read_text()).get("streaming")
 )
 
@@ -27,7 +28,9 @@ STREAMS = sorted(
 def httpx2_events(body: bytes) -> list[tuple[str, str]]:
     """What httpx2's EventSource reads from the same body (events that carry something)."""
     response = httpx2.Response(
-        200, headers={"content-type": "text/event-stream"}, content=body,
+        200,
+        headers={"content-type": "text/event-stream"},
+        content=body,
         request=httpx2.Request("GET", "http://127.0.0.1/"),
     )
     return [(e.event, e.data) for e in httpx2.EventSource(response) if e.data or e.event != "message"]
@@ -68,12 +71,12 @@ HAND_WRITTEN = [
     "data: one\n\ndata: two\n\n",
     "data: a\r\n\r\ndata: b\r\rdata: c\n\n",
     ": a comment\ndata: x\n: another\n\n",
-    "event: delta\ndata: {\"t\": 1}\n\nevent: end\ndata: {}\n\n",
+    'event: delta\ndata: {"t": 1}\n\nevent: end\ndata: {}\n\n',
     "data: first line\ndata: second line\n\n",
     "data:no space\n\ndata:  two spaces\n\n",
     "id: 7\nretry: 10\ndata: with an id\n\n",
     "event: ping\n\n",
-    "data: unicode \u2028 and \u00e9 and \U0001F600\n\n",
+    "data: unicode \u2028 and \u00e9 and \U0001f600\n\n",
     "data: cut at the end, never dispatched",
     "data: x\n\n\n\n\ndata: y\n\n",
 ]

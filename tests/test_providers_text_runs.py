@@ -7,7 +7,6 @@ The reference is the same stream fed chunk by chunk with the template switched o
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,31 @@ from agentik_jupyter.providers.openai_compatible import OpenAIStream
 
 from .test_providers_text_template import OPENAI_STREAMS, stream_frames
 
-PIECES = [b'"', b"\\", b"a", b"n", b"u", b"d83d", b"de00", b"00e9", b"\n", b"\x01", b"\x7f", b"\xc3", b"\xa9",
-          b"\xe2\x80\xa8", b"\xff", b"}", b" ", b"\\n", b'\\"', b"\\u00e9", b"\\ud83d", b"\\ude00", b"x"]
+PIECES = [
+    b'"',
+    b"\\",
+    b"a",
+    b"n",
+    b"u",
+    b"d83d",
+    b"de00",
+    b"00e9",
+    b"\n",
+    b"\x01",
+    b"\x7f",
+    b"\xc3",
+    b"\xa9",
+    b"\xe2\x80\xa8",
+    b"\xff",
+    b"}",
+    b" ",
+    b"\\n",
+    b'\\"',
+    b"\\u00e9",
+    b"\\ud83d",
+    b"\\ude00",
+    b"x",
+]
 
 
 def frame(middle: bytes) -> bytes:
@@ -54,7 +76,8 @@ def reference(frames: list[bytes], monkeypatch: pytest.MonkeyPatch) -> tuple[str
 def in_batches(frames: list[bytes], size: int) -> Any:
     def feed(stream: OpenAIStream, out: list[Any]) -> None:
         for i in range(0, len(frames), size):
-            stream.feed_many(frames[i:i + size], out)
+            stream.feed_many(frames[i : i + size], out)
+
     return feed
 
 
@@ -84,13 +107,18 @@ def test_runs_of_frames_read_as_the_full_parse_whatever_their_bytes(monkeypatch:
     assert runs > 200  # runs were read at once (not all: a run with an odd event is split)
 
 
-@pytest.mark.parametrize("middles", [
-    [b"\\ud83d", b"\\ude00"],  # a surrogate pair split over two events stays two halves, as parsed
-    [b"caf\xc3", b"\xa9 au lait"],  # a UTF-8 character split over two events is not joined
-    [b"tab\\there", b"\\\\ and \\/"],
-    [b"\xe2\x80\xa8 separator", b"\x7f"],
-])
-def test_text_split_oddly_over_events_reads_as_the_full_parse(middles: list[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "middles",
+    [
+        [b"\\ud83d", b"\\ude00"],  # a surrogate pair split over two events stays two halves, as parsed
+        [b"caf\xc3", b"\xa9 au lait"],  # a UTF-8 character split over two events is not joined
+        [b"tab\\there", b"\\\\ and \\/"],
+        [b"\xe2\x80\xa8 separator", b"\x7f"],
+    ],
+)
+def test_text_split_oddly_over_events_reads_as_the_full_parse(
+    middles: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
     frames = stream_frames(["one ", "two "] * 8)
     frames[6:6] = [frame(m) for m in middles]
     assert outcome(OpenAIStream(), in_batches(frames, 1000)) == reference(frames, monkeypatch)
@@ -112,6 +140,7 @@ def test_the_answer_limit_stops_a_run_at_the_same_event(monkeypatch: pytest.Monk
         def run(stream: OpenAIStream, out: list[Any]) -> None:
             stream.limit.limit = 50
             feed(stream, out)
+
         return run
 
     fast = outcome(OpenAIStream(), small(in_batches(frames, 1000)))

@@ -13,24 +13,28 @@ from pathlib import Path
 
 import pytest
 
+from agentik_jupyter.errors import MalformedResponseError
 from agentik_jupyter.providers import _text_template
 from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator, only_text
 from agentik_jupyter.providers._read_ahead import merge
 from agentik_jupyter.providers._text_template import PROBE, TextTemplate
 from agentik_jupyter.providers.base import TextDelta
-from agentik_jupyter.errors import MalformedResponseError
 from agentik_jupyter.providers.openai_compatible import OpenAIStream
 
 CORPUS = Path(__file__).parent / "data" / "conformance"
 OPENAI_STREAMS = sorted(
-    p.with_suffix(".response") for p in CORPUS.glob("*.json")
+    p.with_suffix(".response")
+    for p in CORPUS.glob("*.json")
     if p.name != "cases.json" and not p.name.startswith("anthropic") and json.loads(p.read_text()).get("streaming")
 )
 
 
 def chunk(text: str, *, ensure_ascii: bool = True, extra: str = "") -> str:
-    body = {"id": "c1", "object": "chat.completion.chunk", "choices": [
-        {"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    body = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+    }
     return json.dumps(body, ensure_ascii=ensure_ascii)[:-1] + extra + "}"
 
 
@@ -47,8 +51,21 @@ def full_parse(data: str) -> str | None:
         return None
 
 
-@pytest.mark.parametrize("text", ["The ", "a \"quoted\" word", "two\n\nlines", "tab\there", "back\\slash",
-                                  "é and ü", "😀 emoji", "\u2028 separator", "", "}]},{"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The ",
+        'a "quoted" word',
+        "two\n\nlines",
+        "tab\there",
+        "back\\slash",
+        "é and ü",
+        "😀 emoji",
+        "\u2028 separator",
+        "",
+        "}]},{",
+    ],
+)
 @pytest.mark.parametrize("ensure_ascii", [True, False])
 def test_a_chunk_that_fits_reads_as_the_full_parse(text: str, ensure_ascii: bool) -> None:
     template = learned(chunk("first words"))
@@ -62,8 +79,9 @@ def test_nothing_matches_before_a_template_is_learned() -> None:
 
 def test_a_chunk_of_another_shape_goes_to_the_full_parse() -> None:
     template = learned(chunk("hi"))
-    finish = json.dumps({"id": "c1", "object": "chat.completion.chunk", "choices": [
-        {"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    finish = json.dumps(
+        {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    )
     assert template.match(finish) is None
     assert template.match(chunk("hi", extra=', "usage": {"prompt_tokens": 1}')) is None
     assert template.match('{"error": {"message": "overloaded"}}') is None
@@ -74,7 +92,7 @@ def test_middles_that_break_the_string_go_to_the_full_parse() -> None:
     character is not read from the bytes."""
     template = learned(chunk("hi"))
     prefix, suffix = chunk("hi").split('"hi"')
-    for middle in ['x", "role": "user', 'x\\', 'a\\"', "raw\nnewline", "nul\x00", 'x"}]}, "y": {"z": "']:
+    for middle in ['x", "role": "user', "x\\", 'a\\"', "raw\nnewline", "nul\x00", 'x"}]}, "y": {"z": "']:
         data = prefix + '"' + middle + '"' + suffix
         got = template.match(data)
         assert got is None or got == full_parse(data), middle
@@ -127,7 +145,11 @@ def test_learning_stops_after_its_limit() -> None:
 
 def stream_frames(texts: list[str]) -> list[bytes]:
     frames = [f"data: {chunk(t)}\n\n".encode() for t in texts]
-    done = {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    done = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
     return [*frames, f"data: {json.dumps(done)}\n\n".encode(), b"data: [DONE]\n\n"]
 
 
@@ -140,7 +162,7 @@ def assembled(frames: list[bytes]) -> tuple[list[object], object]:
 
 
 def test_the_stream_hands_fitting_chunks_on_as_bare_text_and_merges_them() -> None:
-    texts = ["Hello", ", ", "wor", "ld", "!\n\n", "\"q\""]
+    texts = ["Hello", ", ", "wor", "ld", "!\n\n", '"q"']
     out, response = assembled(stream_frames(texts))
     assert [o for o in out if isinstance(o, str)] == texts[1:]  # the first one taught the template
     assert merge([o for o in out if isinstance(o, (str, TextDelta))]) == [TextDelta(text="".join(texts))]
@@ -217,7 +239,7 @@ def test_a_template_with_a_newline_reads_no_frames() -> None:
 def test_the_stream_cut_anywhere_gives_the_same_answer() -> None:
     """Chunks that are not whole events (a frame cut in two, two frames in one) go through the
     decoders, and the answer is the same."""
-    texts = ["Hel", "lo ", "wé", "rld", " \"q\" ", "\\n", "end"]
+    texts = ["Hel", "lo ", "wé", "rld", ' "q" ', "\\n", "end"]
     body = b"".join(stream_frames(texts))
     whole = assembled([body])[1]
     for at in range(1, len(body), 7):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
-from agentik_jupyter.tools.registry import DefinitionRegistry, ToolRegistry, tool
 from agentik_jupyter.errors import DuplicateToolError
+from agentik_jupyter.tools.registry import DefinitionRegistry, ToolRegistry, tool
 from agentik_jupyter.types import ToolDefinition, ToolParameter
 
 
@@ -25,11 +25,14 @@ def test_definition_registry_basics() -> None:
 
 def test_schema_export_with_optional_string() -> None:
     reg = ToolRegistry()
-    reg.add(ToolDefinition(
-        name="get_asset", description="Look up an asset",
-        parameters=[ToolParameter(key="assetId", type="string", required=False)],
-        execute=lambda assetId=None: assetId,
-    ))
+    reg.add(
+        ToolDefinition(
+            name="get_asset",
+            description="Look up an asset",
+            parameters=[ToolParameter(key="assetId", type="string", required=False)],
+            execute=lambda assetId=None: assetId,
+        )
+    )
     schemas = reg.to_tool_schemas()
     assert [s.name for s in schemas] == ["get_asset"]
     assert [p.model_dump(include={"key", "type", "required"}) for p in schemas[0].parameters] == [
@@ -54,7 +57,7 @@ def test_decorator_reads_hints_defaults_and_docstring() -> None:
         columns: list[str] | None = None,
         options: dict = {},  # noqa: B006
         mode: Literal["fast", "slow"] = "fast",
-        label: Optional[str] = None,
+        label: str | None = None,
         where: Filter | None = None,
     ) -> str:
         """Query a table.
@@ -69,9 +72,15 @@ def test_decorator_reads_hints_defaults_and_docstring() -> None:
     assert d is not None and d.description == "Query a table."
     params = {p.key: p for p in d.parameters}
     assert {k: (p.type, p.required) for k, p in params.items()} == {
-        "table": ("string", True), "limit": ("integer", False), "ratio": ("number", False),
-        "exact": ("boolean", False), "columns": ("array", False), "options": ("object", False),
-        "mode": ("string", False), "label": ("string", False), "where": ("object", False),
+        "table": ("string", True),
+        "limit": ("integer", False),
+        "ratio": ("number", False),
+        "exact": ("boolean", False),
+        "columns": ("array", False),
+        "options": ("object", False),
+        "mode": ("string", False),
+        "label": ("string", False),
+        "where": ("object", False),
     }
     assert params["table"].description == "which table to read"
     assert params["mode"].enum == ["fast", "slow"]
@@ -111,8 +120,10 @@ def test_duplicate_name_is_an_error_unless_replace() -> None:
 def test_redefining_the_same_function_replaces_it() -> None:
     reg = ToolRegistry()
     for answer in ("v1", "v2"):
+
         def lookup(x: str, _a: str = answer) -> str:
             return _a
+
         tool(registry=reg)(lookup)
     d = reg.get("lookup")
     assert d is not None and d.execute(x="a") == "v2" and len(reg) == 1
@@ -130,7 +141,7 @@ def test_unsupported_hint_is_a_clear_error() -> None:
 
 
 def test_unresolvable_hint_is_a_clear_error() -> None:
-    def g(w: "NoSuchType") -> None: ...  # noqa: F821
+    def g(w: NoSuchType) -> None: ...  # noqa: F821
 
     with pytest.raises(TypeError, match="Cannot resolve the type hints of tool 'g'"):
         tool(registry=ToolRegistry())(g)

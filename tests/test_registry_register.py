@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agentik_jupyter.core.orchestrator import Orchestrator
-from agentik_jupyter.errors import DuplicateToolError
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.errors import DuplicateToolError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ChatMessage, ToolDefinition, ToolParameter
 
 

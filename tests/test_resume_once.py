@@ -28,8 +28,14 @@ pytestmark = pytest.mark.timeout(300)
 
 def run(path: Path, env: dict[str, str]) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=60, startup_timeout=START_TIMEOUT, kernel_name=KERNEL,
-                            resources={"metadata": {"path": str(path.parent)}}, shutdown_kernel="immediate")
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        startup_timeout=START_TIMEOUT,
+        kernel_name=KERNEL,
+        resources={"metadata": {"path": str(path.parent)}},
+        shutdown_kernel="immediate",
+    )
     client.execute(env=env, cwd=str(path.parent))
     return nb
 

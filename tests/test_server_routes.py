@@ -33,8 +33,14 @@ def test_chat_answers_content_and_tool_calls(server: RunningServer, llm: FakeLLM
     assert r.json() == {"content": "Forty-two."}
     llm.push(Reply.tool_calls([{"name": "list_variables", "args": {}}]))
     tools = [{"name": "list_variables", "description": "List", "parameters": []}]
-    r = post(server, {"messages": [{"role": "user", "content": "vars?"}], "tools": tools,
-                      "context": {"notebook_path": "/w/a.ipynb"}})
+    r = post(
+        server,
+        {
+            "messages": [{"role": "user", "content": "vars?"}],
+            "tools": tools,
+            "context": {"notebook_path": "/w/a.ipynb"},
+        },
+    )
     assert r.status_code == 200
     calls = r.json()["toolCalls"]
     assert [c["name"] for c in calls] == ["list_variables"] and calls[0]["args"] == {}
@@ -80,8 +86,9 @@ def test_sessions_api_lists_and_pages_history(server: RunningServer) -> None:
     with SessionDB(server.root / "analysis.agentik.db") as db:
         conv = db.create_conversation()
         turn = db.begin_turn(conv.id, UserMessage(content="hello"))
-        db.commit_turn(conv.id, turn, [ChatMessage(role="user", content="hello"),
-                                       ChatMessage(role="assistant", content="hi")])
+        db.commit_turn(
+            conv.id, turn, [ChatMessage(role="user", content="hello"), ChatMessage(role="assistant", content="hi")]
+        )
     headers = {"Authorization": f"token {server.token}"}
     r = httpx2.get(f"{server.url}/agentik/api/sessions", params={"path": "analysis.ipynb"}, headers=headers)
     assert r.status_code == 200 and [s["id"] for s in r.json()["sessions"]] == [conv.id]
@@ -94,9 +101,9 @@ def test_sessions_api_lists_and_pages_history(server: RunningServer) -> None:
 
 
 async def test_a_turn_through_the_server_transport(server: RunningServer, llm: FakeLLMServer) -> None:
-    from agentik_jupyter.tools.registry import ToolRegistry, tool
     from agentik_jupyter.core.session import Session
     from agentik_jupyter.core.transport import ServerTransport
+    from agentik_jupyter.tools.registry import ToolRegistry, tool
 
     reg = ToolRegistry()
 

@@ -178,8 +178,12 @@ class EventReader:
 class api_stream:
     def __init__(self, server: RunningServer, route: str, params: dict[str, Any]) -> None:
         self.client = httpx2.Client(timeout=httpx2.Timeout(30, read=None))
-        self.ctx = self.client.stream("GET", f"{server.url}/agentik/api/{route}", params=params,
-                                      headers={"Authorization": f"token {server.token}"})
+        self.ctx = self.client.stream(
+            "GET",
+            f"{server.url}/agentik/api/{route}",
+            params=params,
+            headers={"Authorization": f"token {server.token}"},
+        )
 
     def __enter__(self) -> EventReader:
         response = self.ctx.__enter__()
@@ -205,7 +209,7 @@ def test_events_match_what_two_kernels_write(server: RunningServer, llm: FakeLLM
     kernels: list[RawKernel] = []
     try:
         with api_stream(server, "events", {**q, "after": start}) as stream:
-            for name in ("A", "B"):
+            for _ in ("A", "B"):
                 env = kernel_env(llm, JPY_SESSION_NAME=str(notebook))
                 kernels.append(RawKernel(env, folder))
             for kernel, name in zip(kernels, ("A", "B")):
@@ -219,8 +223,11 @@ def test_events_match_what_two_kernels_write(server: RunningServer, llm: FakeLLM
             a_id = next(s["id"] for s in listed if s["title"] == "Kernel A's analysis")
             b_id = next(s["id"] for s in listed if s["id"] != a_id)
             # the stream polls every 0.25 s, and a deleted session's rows are gone: let it see B's first
-            stream.wait_for(lambda ev: sum(e["type"] == "message" and e["session_id"] == b_id for e in ev) >= 2,
-                            10, "kernel B's messages")
+            stream.wait_for(
+                lambda ev: sum(e["type"] == "message" and e["session_id"] == b_id for e in ev) >= 2,
+                10,
+                "kernel B's messages",
+            )
             assert api(server, "DELETE", f"sessions/{b_id}", params=q).status_code == 204
             stream.wait_for(lambda ev: any(e["type"] == "deleted" for e in ev), 10, "the deleted event")
             events = list(stream.events)
@@ -250,8 +257,9 @@ def test_events_match_what_two_kernels_write(server: RunningServer, llm: FakeLLM
         again.wait_for(lambda ev: any(e["type"] == "deleted" for e in ev), 10, "the replayed tail")
     tail = [e for e in events if e["position"] > middle]
     replayed = [e for e in again.events if e["position"] <= ids[-1]]
-    assert [(e["type"], e["position"]) for e in replayed] == [(e["type"], e["position"]) for e in tail
-                                                              if e["type"] != "message" or e["session_id"] != b_id]
+    assert [(e["type"], e["position"]) for e in replayed] == [
+        (e["type"], e["position"]) for e in tail if e["type"] != "message" or e["session_id"] != b_id
+    ]
 
 
 # ---- authorization and AGENTIK_DB_PATH ----
@@ -280,7 +288,8 @@ def test_authorizer_denies_and_agentik_db_path_is_honoured(tmp_path: Path, llm: 
         conv = db.create_conversation("in the shared file")
     (home / "config").mkdir(parents=True)
     (home / "config" / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"authorizer_class": "agentik_test_authz.ReadOnlyAgentik"}}))
+        json.dumps({"ServerApp": {"authorizer_class": "agentik_test_authz.ReadOnlyAgentik"}})
+    )
     env = {**llm.env(), "PYTHONPATH": str(tmp_path / "authz"), "AGENTIK_DB_PATH": str(shared)}
     with jupyter(root, home, env=env) as s:
         q = {"path": "nb.ipynb"}
@@ -289,8 +298,13 @@ def test_authorizer_denies_and_agentik_db_path_is_honoured(tmp_path: Path, llm: 
         llm.clear()
         r = api(s, "POST", "chat", json={"messages": [{"role": "user", "content": "spend the key"}]})
         assert r.status_code == 403 and llm.requests == []
-        sse = api(s, "POST", "chat", json={"messages": [{"role": "user", "content": "x"}]},
-                  headers={"Accept": "text/event-stream"})
+        sse = api(
+            s,
+            "POST",
+            "chat",
+            json={"messages": [{"role": "user", "content": "x"}]},
+            headers={"Accept": "text/event-stream"},
+        )
         assert sse.status_code == 403 and llm.requests == []
         assert api(s, "PATCH", f"sessions/{conv.id}", params=q, json={"title": "x"}).status_code == 403
         assert api(s, "DELETE", f"sessions/{conv.id}", params=q).status_code == 403

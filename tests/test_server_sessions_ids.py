@@ -93,10 +93,15 @@ def test_events_of_hostile_ids_are_not_streamed(server: RunningServer) -> None:
         db.rename_conversation(good, "Renamed after the hostile rows")  # the last event of the file
     q = {"path": "evented.ipynb", "after": 0}
     seen: list[dict[str, Any]] = []
-    with httpx2.Client(timeout=30) as client, client.stream(
-        "GET", f"{server.url}/agentik/api/events", params=q,
-        headers={"Authorization": f"token {server.token}", "Accept": "text/event-stream"},
-    ) as response:
+    with (
+        httpx2.Client(timeout=30) as client,
+        client.stream(
+            "GET",
+            f"{server.url}/agentik/api/events",
+            params=q,
+            headers={"Authorization": f"token {server.token}", "Accept": "text/event-stream"},
+        ) as response,
+    ):
         assert response.status_code == 200
         for line in response.iter_lines():
             if line.startswith("data:"):

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -56,8 +57,9 @@ def read_events(lines: Iterator[str], stop: int | None = None) -> list[tuple[int
 
 
 def chat_stream(server: RunningServer, body: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
-    with httpx2.stream("POST", f"{server.url}/agentik/api/chat", json=body, headers=sse_headers(server),
-                       timeout=60) as r:
+    with httpx2.stream(
+        "POST", f"{server.url}/agentik/api/chat", json=body, headers=sse_headers(server), timeout=60
+    ) as r:
         assert r.status_code == 200, r.read()
         assert r.headers["content-type"].startswith("text/event-stream")
         return read_events(r.iter_lines())
@@ -82,8 +84,13 @@ def test_sse_chat_streams_deltas_then_end(server: RunningServer, llm: FakeLLMSer
 
 def test_sse_tool_calls_and_camel_case_tool_calls_in_request(server: RunningServer, llm: FakeLLMServer) -> None:
     llm.push(Reply.tool_calls([{"name": "row_count", "args": {"table": "sales"}}]))
-    tools = [{"name": "row_count", "description": "Rows", "parameters": [
-        {"key": "table", "type": "string", "required": True, "description": "t"}]}]
+    tools = [
+        {
+            "name": "row_count",
+            "description": "Rows",
+            "parameters": [{"key": "table", "type": "string", "required": True, "description": "t"}],
+        }
+    ]
     history = [
         {"role": "user", "content": "rows?"},
         {"role": "assistant", "content": "", "toolCalls": [{"id": "c1", "name": "row_count", "args": {"table": "a"}}]},
@@ -99,8 +106,12 @@ def test_sse_tool_calls_and_camel_case_tool_calls_in_request(server: RunningServ
     assistant = [m for m in sent.body["messages"] if m["role"] == "assistant"]
     assert assistant[0]["tool_calls"][0]["function"]["name"] == "row_count"  # toolCalls reached the provider
     llm.push(Reply.text("fine"))
-    r = httpx2.post(f"{server.url}/agentik/api/chat", json={"messages": history},
-                    headers={"Authorization": f"token {server.token}"}, timeout=30)
+    r = httpx2.post(
+        f"{server.url}/agentik/api/chat",
+        json={"messages": history},
+        headers={"Authorization": f"token {server.token}"},
+        timeout=30,
+    )
     assert r.status_code == 200 and r.json() == {"content": "fine"}  # JSON stays the default
 
 
@@ -121,8 +132,13 @@ def test_sse_invalid_body_is_a_plain_400(server: RunningServer) -> None:
 def test_client_hang_up_cancels_the_provider_request(server: RunningServer, llm: FakeLLMServer) -> None:
     llm.push(Reply.text(LONG_ANSWER))
     before = len(llm.hangups)
-    with httpx2.stream("POST", f"{server.url}/agentik/api/chat", headers=sse_headers(server), timeout=60,
-                       json={"messages": [{"role": "user", "content": "Write a long essay."}]}) as r:
+    with httpx2.stream(
+        "POST",
+        f"{server.url}/agentik/api/chat",
+        headers=sse_headers(server),
+        timeout=60,
+        json={"messages": [{"role": "user", "content": "Write a long essay."}]},
+    ) as r:
         events = read_events(r.iter_lines(), stop=4)
     closed = time.monotonic()
     assert [kind for _, kind, _ in events][:1] == ["start"] and events[-1][1] == "delta"
@@ -136,8 +152,8 @@ def test_client_hang_up_cancels_the_provider_request(server: RunningServer, llm:
 async def test_server_transport_streams_deltas_and_stops(server: RunningServer, llm: FakeLLMServer) -> None:
     import asyncio
 
-    from agentik_jupyter.providers.base import StreamDone, TextDelta
     from agentik_jupyter.core.transport import ServerTransport
+    from agentik_jupyter.providers.base import StreamDone, TextDelta
     from agentik_jupyter.types import ChatMessage
 
     transport = ServerTransport(server.url, server.token)
@@ -169,8 +185,8 @@ async def test_server_transport_streams_deltas_and_stops(server: RunningServer, 
 
 
 async def test_server_transport_reports_provider_errors(server: RunningServer, llm: FakeLLMServer) -> None:
-    from agentik_jupyter.errors import ProviderError
     from agentik_jupyter.core.transport import ServerTransport
+    from agentik_jupyter.errors import ProviderError
     from agentik_jupyter.types import ChatMessage
 
     llm.push(Reply.fault("429"), Reply.fault("429"), Reply.fault("429"))
@@ -186,8 +202,8 @@ async def test_server_transport_reports_provider_errors(server: RunningServer, l
 def test_no_server_says_so_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from agentik_jupyter.errors import ConfigurationError
     from agentik_jupyter.core.transport import default_transport
+    from agentik_jupyter.errors import ConfigurationError
     from agentik_jupyter.types import ChatMessage
 
     monkeypatch.setenv("AGENTIK_TRANSPORT", "server")
@@ -209,15 +225,18 @@ def test_no_server_says_so_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def widget_values(kernel: Any, since: int = 0) -> list[str]:
     """Every `value` the kernel sent to widget views (what the user watched change)."""
     return [
-        str(m["content"]["data"]["state"]["value"]) for m in kernel.iopub[since:]
+        str(m["content"]["data"]["state"]["value"])
+        for m in kernel.iopub[since:]
         if m["msg_type"] in {"comm_msg", "comm_open"} and "value" in m["content"]["data"].get("state", {})
     ]
 
 
 def stop_button(kernel: Any, since: int) -> str:
     stops = [
-        m["content"]["comm_id"] for m in kernel.iopub[since:]
-        if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+        m["content"]["comm_id"]
+        for m in kernel.iopub[since:]
+        if m["msg_type"] == "comm_open"
+        and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
         and "Stop" in m["content"]["data"].get("state", {}).get("description", "")
     ]
     assert stops, "no Stop button in the cell's view"
@@ -227,9 +246,9 @@ def stop_button(kernel: Any, since: int) -> str:
 def test_kernel_streams_through_the_server_without_the_key(
     server: RunningServer, llm: FakeLLMServer, tmp_path: Path
 ) -> None:
-    from tests.kernel_support import AGENT_EXPR, RawKernel, kernel_env
-
     import os
+
+    from tests.kernel_support import AGENT_EXPR, RawKernel, kernel_env
 
     # jupyter_client sets the kernel's JPY_PARENT_PID to its launcher (this process), so this
     # process plays the server that started the kernel: its runtime file is the real server's.
@@ -237,8 +256,12 @@ def test_kernel_streams_through_the_server_without_the_key(
     runtime = tmp_path / "runtime"
     runtime.mkdir()
     (runtime / f"jpserver-{os.getpid()}.json").write_text(info.read_text())
-    env = kernel_env(None, AGENTIK_TRANSPORT="server", JUPYTER_RUNTIME_DIR=str(runtime),
-                     AGENTIK_DB_PATH=str(tmp_path / "k.agentik.db"))
+    env = kernel_env(
+        None,
+        AGENTIK_TRANSPORT="server",
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        AGENTIK_DB_PATH=str(tmp_path / "k.agentik.db"),
+    )
     assert not any(k.startswith("LLM_") for k in env)
     s = f"{AGENT_EXPR}.session"
     kernel = RawKernel(env, tmp_path)
@@ -256,8 +279,11 @@ def test_kernel_streams_through_the_server_without_the_key(
         assert len(growing) >= 2, "the answer should arrive in more than one widget update"
         # the live text may hold back its last characters while they could begin a secret; the
         # transcript that replaces the view at the end shows the whole answer
-        shown = [str(m["content"].get("data", {}).get("text/plain", "")) for m in kernel.iopub[seen:]
-                 if m["msg_type"] in {"display_data", "update_display_data"}]
+        shown = [
+            str(m["content"].get("data", {}).get("text/plain", ""))
+            for m in kernel.iopub[seen:]
+            if m["msg_type"] in {"display_data", "update_display_data"}
+        ]
         assert any("tok39" in text for text in shown), shown
         assert kernel.value(f"{s}.chat_store.messages[-1].content").endswith("tok39")
 
@@ -281,13 +307,18 @@ def test_kernel_streams_through_the_server_without_the_key(
 def test_kernel_without_a_server_says_so_in_the_cell(tmp_path: Path) -> None:
     from tests.kernel_support import RawKernel, kernel_env
 
-    env = kernel_env(None, AGENTIK_TRANSPORT="server", JUPYTER_RUNTIME_DIR=str(tmp_path),
-                     AGENTIK_DB_PATH=str(tmp_path / "k.agentik.db"))
+    env = kernel_env(
+        None,
+        AGENTIK_TRANSPORT="server",
+        JUPYTER_RUNTIME_DIR=str(tmp_path),
+        AGENTIK_DB_PATH=str(tmp_path / "k.agentik.db"),
+    )
     kernel = RawKernel(env, tmp_path)
     try:
         kernel.text("%load_ext agentik_jupyter")
         ex = kernel.execute("%%agent --wait\nhello", timeout=30)
-        assert "no Jupyter server started this kernel" in ex.text + json.dumps(
-            [m["content"] for m in ex.messages]), ex.text
+        assert "no Jupyter server started this kernel" in ex.text + json.dumps([m["content"] for m in ex.messages]), (
+            ex.text
+        )
     finally:
         kernel.close()

@@ -34,8 +34,10 @@ def test_renaming_or_deleting_through_a_linked_sessions_file_is_refused(server: 
     headers = {"Authorization": f"token {server.token}"}
     url = f"{server.url}/agentik/api/sessions/{conv.id}"
     q = {"path": "shipped.ipynb"}
-    for r in (httpx2.patch(url, params=q, json={"title": "renamed"}, headers=headers, timeout=30),
-              httpx2.delete(url, params=q, headers=headers, timeout=30)):
+    for r in (
+        httpx2.patch(url, params=q, json={"title": "renamed"}, headers=headers, timeout=30),
+        httpx2.delete(url, params=q, headers=headers, timeout=30),
+    ):
         assert r.status_code == 409, r.text
         assert "symbolic link" in r.json()["message"] and "shipped.agentik.db" in r.json()["message"]
     assert hashlib.sha256(outside.read_bytes()).hexdigest() == before

@@ -8,12 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.errors import RateLimitError
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.session import Session
+from agentik_jupyter.errors import RateLimitError
+from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
-from agentik_jupyter.types import AgentContext, AssistantMessage, ErrorRecord, ToolCallRecord, ToolResultRecord, UserMessage
+from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.types import (
+    AgentContext,
+    AssistantMessage,
+    ErrorRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    UserMessage,
+)
 
 
 def registry() -> ToolRegistry:
@@ -65,7 +72,8 @@ async def test_turns_are_written_and_resumed(tmp_path: Path) -> None:
 async def test_a_failed_turns_question_reaches_the_model_on_the_next_turn(tmp_path: Path) -> None:
     path = tmp_path / "f.agentik.db"
     session, transport, db = await open_session(
-        path, [Step.say("first"), Step.fail(RateLimitError("Rate limited (429): slow down", status=429)), Step.say("ok")]
+        path,
+        [Step.say("first"), Step.fail(RateLimitError("Rate limited (429): slow down", status=429)), Step.say("ok")],
     )
     await session.send("one")
     failed = await session.send("two")
@@ -184,7 +192,9 @@ async def test_new_conversation_and_switching(tmp_path: Path) -> None:
 def test_user_message_record_has_context() -> None:
     rec = UserMessage(content="q", context=AgentContext(cell_id="c1"))
     assert rec.context is not None and rec.context.cell_id == "c1"
-    assert AssistantMessage(content="x").kind == "assistant" and ToolCallRecord.model_fields["kind"].default == "tool_call"
+    assert (
+        AssistantMessage(content="x").kind == "assistant" and ToolCallRecord.model_fields["kind"].default == "tool_call"
+    )
 
 
 async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) -> None:
@@ -201,8 +211,12 @@ async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) 
     session, _, db2 = await open_session(path, [])
     await session.resume()
     shown = [(m.role, m.content or m.error) for m in session.chat_store.messages]
-    assert shown == [("user", "finished question"), ("assistant", "finished answer"),
-                     ("user", "question whose kernel died"), ("assistant", UNFINISHED)]
+    assert shown == [
+        ("user", "finished question"),
+        ("assistant", "finished answer"),
+        ("user", "question whose kernel died"),
+        ("assistant", UNFINISHED),
+    ]
     await db2.aclose()
 
 

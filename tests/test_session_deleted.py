@@ -6,17 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentik_jupyter.core.history import HISTORY_PAGE
-from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.session import DELETED, Session
+from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 
 
 async def test_the_turn_after_a_delete_starts_clean(tmp_path: Path) -> None:
     path = tmp_path / "nb.agentik.db"
     turns = HISTORY_PAGE // 2 + 5  # more than one page, so the resumed session has older history
-    first = Session(ScriptedTransport([Step.say(f"answer {i}") for i in range(turns)]), ToolRegistry(),
-                    db=await AsyncSessionDB.open(path))
+    first = Session(
+        ScriptedTransport([Step.say(f"answer {i}") for i in range(turns)]),
+        ToolRegistry(),
+        db=await AsyncSessionDB.open(path),
+    )
     for i in range(turns):
         assert (await first.send(f"question {i}")).reason == "complete"
     old = first.conversation_id
@@ -35,7 +38,10 @@ async def test_the_turn_after_a_delete_starts_clean(tmp_path: Path) -> None:
     assert session.title == "a new question" and session.older_before is None
     assert [m.content for m in transport.requests[0].messages] == ["a new question"]
     assert [(m.content, m.error) for m in session.chat_store.messages] == [
-        ("a new question", None), ("", DELETED.format(id=old)), ("fresh answer", None)]
+        ("a new question", None),
+        ("", DELETED.format(id=old)),
+        ("fresh answer", None),
+    ]
     assert [c.id for c in await db.list_conversations()] == [session.conversation_id]
     await session.aclose()
     await db.aclose()

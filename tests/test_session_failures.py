@@ -7,11 +7,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.errors import ServerError
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.session import Session
+from agentik_jupyter.errors import ServerError
+from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ErrorEvent, Event
 
 OUTAGE = "The provider had an internal error (500)."
@@ -53,8 +53,9 @@ async def test_a_temporary_session_keeps_the_failed_question_too() -> None:
 async def test_the_error_row_is_written_before_the_error_event(tmp_path: Path) -> None:
     path = tmp_path / "order.agentik.db"
     db = await AsyncSessionDB.open(path)
-    session = Session(ScriptedTransport([Step.say("fine"), Step.fail(ServerError(OUTAGE, status=500))]),
-                      ToolRegistry(), db=db)
+    session = Session(
+        ScriptedTransport([Step.say("fine"), Step.fail(ServerError(OUTAGE, status=500))]), ToolRegistry(), db=db
+    )
     seen: list[tuple[str, int]] = []
 
     def on_event(event: Event) -> None:

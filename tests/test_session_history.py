@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentik_jupyter.core.history import HISTORY_PAGE, UNFINISHED
-from agentik_jupyter.persistence import AsyncSessionDB, SessionDB
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.session import Session
+from agentik_jupyter.persistence import AsyncSessionDB, SessionDB
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
 
 ROWS_PER_TURN = 5  # question, asking assistant, tool call, tool result, answer

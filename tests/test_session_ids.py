@@ -10,8 +10,29 @@ import pytest
 from agentik_jupyter.ids import InvalidSessionIdError, check_session_id, is_session_id, valid_id_sql
 
 VALUES: list[object] = [
-    "conv_0123456789abcdef", "a", "A-b_9", "x" * 64, "x" * 65, "", "a\nb", "a b", "a;b", "a.b", "a/b",
-    "conv_é", "a\x00", "a\x00\nimport os", "\u202econv", "a]b", "a^b", "a*", "a?", "[a]", "a\\b", 123, b"conv_x",
+    "conv_0123456789abcdef",
+    "a",
+    "A-b_9",
+    "x" * 64,
+    "x" * 65,
+    "",
+    "a\nb",
+    "a b",
+    "a;b",
+    "a.b",
+    "a/b",
+    "conv_é",
+    "a\x00",
+    "a\x00\nimport os",
+    "\u202econv",
+    "a]b",
+    "a^b",
+    "a*",
+    "a?",
+    "[a]",
+    "a\\b",
+    123,
+    b"conv_x",
 ]
 
 
@@ -22,8 +43,12 @@ def test_python_and_sql_agree(value: object) -> None:
     conn.execute("INSERT INTO t VALUES (?)", (value,))
     in_sql = conn.execute(f"SELECT count(*) FROM t WHERE {valid_id_sql('id')}").fetchone()[0] == 1
     assert in_sql == is_session_id(value)
-    expected = isinstance(value, str) and value.isascii() and 1 <= len(value) <= 64 and all(
-        c.isalnum() or c in "_-" for c in value)
+    expected = (
+        isinstance(value, str)
+        and value.isascii()
+        and 1 <= len(value) <= 64
+        and all(c.isalnum() or c in "_-" for c in value)
+    )
     assert is_session_id(value) == expected
 
 

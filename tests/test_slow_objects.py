@@ -12,18 +12,19 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
+from agentik_jupyter.errors import ReadTimeout
+from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.tools import context as context_tools
 from agentik_jupyter.tools.context import make_context_tools, summarize_variables, variables_of
-from agentik_jupyter.errors import ReadTimeout
 from agentik_jupyter.tools.time_budget import call_with_budget
-from agentik_jupyter.testing import FakeLLMServer, Reply
 
 from .kernel_support import RawKernel, kernel_env, wait_for
 
@@ -200,9 +201,7 @@ def test_a_slow_object_stalls_neither_a_turn_nor_inspection(tmp_path: Path) -> N
             elapsed = time.monotonic() - started
             assert second.ok, second.text
             assert elapsed < context_tools.INSPECT_TIME_BUDGET_S + 10, f"the turn took {elapsed:.1f} s"
-            tool_messages = [
-                m for m in server.requests[-1].messages if m.get("role") == "tool"
-            ]
+            tool_messages = [m for m in server.requests[-1].messages if m.get("role") == "tool"]
             assert tool_messages and "timed out reading `slow`" in str(tool_messages[-1]["content"])
         finally:
             kernel.close()

@@ -37,7 +37,9 @@ def test_a_queued_line_held_by_an_approval_carries_a_control_that_goes_to_it() -
     agent.set(status="processing", active_tool="run_code" + AWAITING_APPROVAL)
     assert control(line) == ("approval", "Go to the approval")
     # the plain text is unchanged: it says where in words (nbclient, a screen reader's summary)
-    assert line.text() == "◷ Queued (1 ahead): the turn ahead waits for your approval to run run_code, in its cell above"
+    assert (
+        line.text() == "◷ Queued (1 ahead): the turn ahead waits for your approval to run run_code, in its cell above"
+    )
     assert "Go to" not in line.text()
     agent.set(status="processing", active_tool=label("edit_cell", "the diff on cell 2"))
     assert control(line) == ("answer", "Show it")

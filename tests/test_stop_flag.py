@@ -9,15 +9,15 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
-from typing import Iterator
 
 import pytest
 
 from agentik_jupyter.core.orchestrator import Orchestrator, StopFlag
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import ChatMessage
 
 pytestmark = pytest.mark.timeout(30)

@@ -43,7 +43,8 @@ def send_on_subshell(kernel: RawKernel, subshell_id: str, comm_id: str, data: di
 
 def echoed(kernel: RawKernel, comm_id: str) -> bool:
     return any(
-        m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
+        m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == comm_id
         and m["content"]["data"].get("method") == "echo_update"
         for m in kernel.iopub
     )
@@ -51,7 +52,8 @@ def echoed(kernel: RawKernel, comm_id: str) -> bool:
 
 def comm_of(kernel: RawKernel, model: str, **state: str) -> str:
     found = [
-        m["content"]["comm_id"] for m in kernel.comm_opens(model)
+        m["content"]["comm_id"]
+        for m in kernel.comm_opens(model)
         if all(v in str(m["content"]["data"].get("state", {}).get(k, "")) for k, v in state.items())
     ]
     assert found, f"no {model} with {state}"
@@ -73,8 +75,9 @@ def test_panel_send_on_a_subshell_runs_on_the_main_loop(tmp_path: Path) -> None:
 
             # Typing and Enter in the panel, as the widget manager sends them (on its subshell).
             server.push(Reply.text(PANEL_ANSWER))
-            send_on_subshell(kernel, subshell, box, {"method": "update", "state": {"value": "Panel question."},
-                                                     "buffer_paths": []})
+            send_on_subshell(
+                kernel, subshell, box, {"method": "update", "state": {"value": "Panel question."}, "buffer_paths": []}
+            )
             # The kernel's echo of that update is published under the subshell's message, and from
             # then on ipykernel routes this widget's messages to the subshell's thread and loop.
             wait_for(lambda: kernel.drain(0.05) or echoed(kernel, box), 5, "the text box's echo_update")
@@ -96,7 +99,8 @@ def test_panel_send_on_a_subshell_runs_on_the_main_loop(tmp_path: Path) -> None:
             s = f"{AGENT_EXPR}.session"
             kernel.wait_until(f"{s}.agent_store.status == 'responding'", timeout=10)
             stops = [
-                m["content"]["comm_id"] for m in ex.messages
+                m["content"]["comm_id"]
+                for m in ex.messages
                 if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("description") == "Stop"
             ]
             assert len(stops) == 1

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import ToolDefinition
 
 from .kernel_support import NotebookKernel, RawKernel, kernel_env, transcript
@@ -52,8 +52,11 @@ def _button(kernel: RawKernel, description: str, timeout: float = 15.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         kernel.drain(0.05)
-        found = [m["content"]["comm_id"] for m in kernel.comm_opens("ButtonModel")
-                 if m["content"]["data"].get("state", {}).get("description") == description]
+        found = [
+            m["content"]["comm_id"]
+            for m in kernel.comm_opens("ButtonModel")
+            if m["content"]["data"].get("state", {}).get("description") == description
+        ]
         if found:
             return found[-1]
     raise TimeoutError(f"no {description!r} button appeared")
@@ -69,8 +72,12 @@ def test_a_tool_without_a_policy_shows_an_approval_card_and_does_not_run_when_de
             assert "send_mail" in kernel.text("%agent tools") and "ask" in kernel.text("%agent tools")
             assert kernel.execute("%%agent\nTell my boss.").ok
             deny = _button(kernel, "Deny")
-            cards = [m for m in kernel.iopub if m["msg_type"] == "comm_open"
-                     and ADDRESS in str(m["content"]["data"].get("state", {}).get("value", ""))]
+            cards = [
+                m
+                for m in kernel.iopub
+                if m["msg_type"] == "comm_open"
+                and ADDRESS in str(m["content"]["data"].get("state", {}).get("value", ""))
+            ]
             assert cards, "the approval card shows the call's arguments"
             assert kernel.value("sent") == []  # waiting for the user: nothing sent
             kernel.click(deny)
@@ -85,8 +92,9 @@ def test_a_tool_without_a_policy_shows_an_approval_card_and_does_not_run_when_de
 def test_a_tool_without_a_policy_is_denied_under_approve_deny(tmp_path: Path) -> None:
     with FakeLLMServer() as server:
         server.push(CALL, Reply.text("I did not send it."))
-        kernel = NotebookKernel(kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "d.db"), AGENTIK_APPROVE="deny"),
-                                tmp_path)
+        kernel = NotebookKernel(
+            kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "d.db"), AGENTIK_APPROVE="deny"), tmp_path
+        )
         try:
             kernel.run("%load_ext agentik_jupyter")
             kernel.run(send_mail_cell(None))

@@ -10,9 +10,9 @@ tests/test_browser_look.py.
 from __future__ import annotations
 
 from agentik_jupyter.core.orchestrator import Orchestrator
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.tools.status import label, split, waiting_on
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.status import StatusLine
@@ -40,8 +40,9 @@ async def test_the_status_line_says_where_a_waiting_tool_needs_the_user() -> Non
         seen["answered"] = line.text()
         return "accepted"
 
-    orchestrator = Orchestrator(ScriptedTransport([Step.call("propose"), Step.say("Done.")]), registry,
-                                ChatStore(), agent)
+    orchestrator = Orchestrator(
+        ScriptedTransport([Step.call("propose"), Step.say("Done.")]), registry, ChatStore(), agent
+    )
     await orchestrator.run([ChatMessage(role="user", content="Change the cell.")])
     assert seen["running"].startswith("⚙ Running propose…"), seen
     assert seen["waiting"].startswith("◷ propose: waiting for your answer on the diff on cell 3 (In [7])…"), seen

@@ -13,19 +13,20 @@ import asyncio
 import sys
 import threading
 import time
-from typing import Any, Coroutine, Iterator, TypeVar
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.tools.context import make_context_tools, register_context_tools
-from agentik_jupyter.errors import CodeExecutionError
-from agentik_jupyter.tools.execution import run_in_shell
 from agentik_jupyter.core.orchestrator import Orchestrator
-from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, run_tool, tool
 from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.errors import CodeExecutionError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.context import make_context_tools, register_context_tools
+from agentik_jupyter.tools.execution import run_in_shell
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, run_tool, tool
 from agentik_jupyter.types import ChatMessage
 
 T = TypeVar("T")
@@ -150,11 +151,15 @@ def test_keyboard_interrupt_never_becomes_a_tool_error_for_the_model(shell: Inte
         """Interrupted."""
         raise KeyboardInterrupt
 
-    call = Step.call("interrupted_tool") if where == "tool" else Step.call("run_code", {"code": "raise KeyboardInterrupt"})
+    call = (
+        Step.call("interrupted_tool") if where == "tool" else Step.call("run_code", {"code": "raise KeyboardInterrupt"})
+    )
     transport = ScriptedTransport([call, Step.say("the model must not be asked again")])
     chat = ChatStore()
     try:
-        outcome = drive(Orchestrator(transport, registry, chat, AgentStore()).run([ChatMessage(role="user", content="go")]))
+        outcome = drive(
+            Orchestrator(transport, registry, chat, AgentStore()).run([ChatMessage(role="user", content="go")])
+        )
     except KeyboardInterrupt:
         outcome = None  # propagated out of the loop: the kernel's turn handling ends the turn
     if outcome is not None:
@@ -167,7 +172,9 @@ def test_keyboard_interrupt_never_becomes_a_tool_error_for_the_model(shell: Inte
 # ---- run_code captures its own output only ----
 
 
-async def test_run_code_does_not_capture_other_tasks_output(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_run_code_does_not_capture_other_tasks_output(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
     from IPython.display import display
 
     started = asyncio.Event()
@@ -201,7 +208,9 @@ async def test_concurrent_run_codes_keep_their_own_output(shell: InteractiveShel
     assert second.text.count("second") == 5 and "first" not in second.text
 
 
-async def test_output_after_run_code_ends_is_not_lost(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_output_after_run_code_ends_is_not_lost(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
     stdout = sys.stdout
     out = await run_in_shell(
         shell,

@@ -3,18 +3,24 @@
 
 from __future__ import annotations
 
-from agentik_jupyter.tools.approval import describe_tools, format_tools
 from agentik_jupyter.kernel.tools_table import ToolsListing, tools_html
+from agentik_jupyter.tools.approval import describe_tools, format_tools
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolDefinition
 
 
 def registry() -> ToolRegistry:
     tools = ToolRegistry()
-    tools.add(ToolDefinition(name="list_variables", description="List the user's variables.",
-                             execute=lambda: "", source="builtin"))
-    tools.add(ToolDefinition(name="evil", description='<img src=x onerror="alert(1)"> & more',
-                             execute=lambda: "", source="mcp"))
+    tools.add(
+        ToolDefinition(
+            name="list_variables", description="List the user's variables.", execute=lambda: "", source="builtin"
+        )
+    )
+    tools.add(
+        ToolDefinition(
+            name="evil", description='<img src=x onerror="alert(1)"> & more', execute=lambda: "", source="mcp"
+        )
+    )
     return tools
 
 

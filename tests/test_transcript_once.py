@@ -18,7 +18,11 @@ from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.markdown import render_markdown
 from agentik_jupyter.widgets.transcript import (
-    PLAIN_TEXT_LIMIT, TRANSCRIPT_MIME, holds_answer, one_line, transcript_bundle,
+    PLAIN_TEXT_LIMIT,
+    TRANSCRIPT_MIME,
+    holds_answer,
+    one_line,
+    transcript_bundle,
 )
 
 from .kernel_support import RawKernel, kernel_env
@@ -28,8 +32,10 @@ pytestmark = pytest.mark.timeout(120)
 
 def report(chars: int) -> str:
     """An answer as a model writes one: paragraphs of prose with inline code, now and then a list."""
-    sentence = ("The sales frame has many rows and the `units` column grows with each region while "
-                "north and south stay balanced across the whole sample. ")
+    sentence = (
+        "The sales frame has many rows and the `units` column grows with each region while "
+        "north and south stay balanced across the whole sample. "
+    )
     blocks, i = [], 0
     while sum(len(b) + 2 for b in blocks) < chars:
         blocks.append("- north: 50 rows\n- south: 50 rows" if i % 5 == 4 else sentence * 3)
@@ -41,8 +47,9 @@ ANSWER = report(4_000)
 
 
 def test_an_answer_is_kept_once_in_the_html_and_its_start_in_the_json() -> None:
-    bundle = transcript_bundle([ChatMessage(role="assistant", content=ANSWER)],
-                               question="Write the report.", status="complete")
+    bundle = transcript_bundle(
+        [ChatMessage(role="assistant", content=ANSWER)], question="Write the report.", status="complete"
+    )
     entry = bundle[TRANSCRIPT_MIME]["entries"][1]
     assert entry["in_html"] is True and len(entry["content"]) <= PLAIN_TEXT_LIMIT
     assert ANSWER.startswith(entry["content"].rstrip("…"))
@@ -61,8 +68,14 @@ def test_a_short_answer_stays_whole_in_the_json() -> None:
 
 def test_every_long_answer_of_a_conversation_points_at_its_own_element() -> None:
     first, second = report(1_000), report(600).replace("sales", "price")
-    bundle = transcript_bundle([ChatMessage(role="user", content="q1"), ChatMessage(role="assistant", content=first),
-                                ChatMessage(role="user", content="q2"), ChatMessage(role="assistant", content=second)])
+    bundle = transcript_bundle(
+        [
+            ChatMessage(role="user", content="q1"),
+            ChatMessage(role="assistant", content=first),
+            ChatMessage(role="user", content="q2"),
+            ChatMessage(role="assistant", content=second),
+        ]
+    )
     entries = bundle[TRANSCRIPT_MIME]["entries"]
     assert [e.get("in_html") for e in entries] == [None, True, None, True]
     html = bundle["text/html"]
@@ -81,8 +94,9 @@ def test_a_turns_transcript_display_data_is_about_its_answer_plus_markup(tmp_pat
         finally:
             k.close()
     assert ex.ok, ex.text
-    (msg,) = [m for m in ex.messages if m["msg_type"] == "display_data"
-              and TRANSCRIPT_MIME in m["content"].get("data", {})]
+    (msg,) = [
+        m for m in ex.messages if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})
+    ]
     sent = len(json.dumps(msg["content"], ensure_ascii=False).encode())
     assert sent <= 1.5 * len(ANSWER.encode()), sent / len(ANSWER.encode())
     assert holds_answer(msg["content"]["data"], ANSWER)

@@ -24,16 +24,23 @@ TRANSCRIPT = "application/vnd.agentik.transcript+json"
 
 
 def display_id(messages: list[dict[str, Any]]) -> str:
-    ids = [m["content"]["transient"]["display_id"] for m in messages
-           if m["msg_type"] == "display_data" and "transient" in m["content"]]
+    ids = [
+        m["content"]["transient"]["display_id"]
+        for m in messages
+        if m["msg_type"] == "display_data" and "transient" in m["content"]
+    ]
     assert len(ids) == 1, ids
     return str(ids[0])
 
 
 def transcripts_of(kernel: RawKernel, live_id: str) -> list[dict[str, Any]]:
-    return [m["content"]["data"] for m in kernel.iopub
-            if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == live_id
-            and TRANSCRIPT in m["content"]["data"]]
+    return [
+        m["content"]["data"]
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+        and m["content"]["transient"]["display_id"] == live_id
+        and TRANSCRIPT in m["content"]["data"]
+    ]
 
 
 def final_transcript(kernel: RawKernel, live_id: str) -> dict[str, Any]:
@@ -55,8 +62,9 @@ def test_run_all_over_ten_background_cells_answers_each_in_order(tmp_path: Path)
                 assert cell.ok, cell.text
                 assert "Error" not in cell.text, cell.text
             live = [display_id(cell.messages) for cell in cells]
-            wait_for(lambda: kernel.drain(0.1) or all(transcripts_of(kernel, i) for i in live), 90,
-                     "every cell's transcript")
+            wait_for(
+                lambda: kernel.drain(0.1) or all(transcripts_of(kernel, i) for i in live), 90, "every cell's transcript"
+            )
 
             # Each cell ends with its own answer, in order, and the model saw the questions in order.
             for i, cell in enumerate(cells):
@@ -92,7 +100,8 @@ def test_a_queued_cells_stop_removes_it_and_stop_all_empties_the_queue(tmp_path:
             kernel.wait_until(f"{s}.queued == 3", timeout=10)
             wait_for(lambda: server.requests, 10, "the first turn's request")  # under load it can lag the queue
             stops = [
-                m["content"]["comm_id"] for m in second.messages
+                m["content"]["comm_id"]
+                for m in second.messages
                 if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("description") == "Stop"
             ]
             kernel.click(stops[0])  # the second cell's own Stop: it leaves the queue

@@ -12,17 +12,22 @@ lab renderer draws it from the HTML, tests/test_browser_transcript_once.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import nbformat
 import pytest
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.widgets.markdown import render_markdown
 from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.widgets.markdown import render_markdown
 from agentik_jupyter.widgets.transcript import (
-    PLAIN_TEXT_LIMIT, TRANSCRIPT_MIME, holds_answer, one_line, transcript_bundle,
+    PLAIN_TEXT_LIMIT,
+    TRANSCRIPT_MIME,
+    holds_answer,
+    one_line,
+    transcript_bundle,
 )
 from agentik_jupyter.widgets.turn_view import LIVE_AFTER_S, PLACE_TEXT
 
@@ -46,7 +51,7 @@ def prose(chars: int) -> str:
     blocks, i = [], 0
     while sum(len(b) + 2 for b in blocks) < chars:
         if i % 4 == 3:
-            blocks.append("\n".join(f"- item {j}: " + " ".join(words[j:j + 6]) for j in range(4)))
+            blocks.append("\n".join(f"- item {j}: " + " ".join(words[j : j + 6]) for j in range(4)))
         else:
             blocks.append(" ".join(words[(i + k) % len(words)] for k in range(50)).capitalize() + ".")
         i += 1
@@ -89,8 +94,10 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
     k, llm = kernel
     alive = k.text(WIDGETS_ALIVE).strip()
     # the model thinks first: the live view is built (LIVE_AFTER_S) before the answer streams at full speed
-    llm.push(*([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
-             Reply.text(ANSWER, chunks=len(ANSWER) // 4, first_byte_after=0.3))
+    llm.push(
+        *([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
+        Reply.text(ANSWER, chunks=len(ANSWER) // 4, first_byte_after=0.3),
+    )
     ex = k.execute("%%agent --wait\nSummarise the sales data.")
     assert ex.ok, ex.text
     sent = frontend(ex)
@@ -133,8 +140,10 @@ def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
     assert k.execute(EVENT_TIMES).ok
     cells = []
     for _ in range(2):  # (the first in a kernel opens the shared box, once)
-        llm.push(*([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
-                 Reply.text(ANSWER, chunks=1))
+        llm.push(
+            *([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
+            Reply.text(ANSWER, chunks=1),
+        )
         ex = k.execute("%%agent --wait\nSummarise the sales data.")
         assert ex.ok, ex.text
         cells.append(ex)
@@ -178,14 +187,17 @@ def test_a_saved_turn_stays_within_twice_its_answer(tmp_path: Path) -> None:
 
 def test_a_long_answer_is_kept_once_in_the_html() -> None:
     long, short = prose(21_000), prose(PLAIN_TEXT_LIMIT)
-    bundle = transcript_bundle([ChatMessage(role="assistant", content=short), ChatMessage(role="assistant", content=long)],
-                               question="q", status="complete")
+    bundle = transcript_bundle(
+        [ChatMessage(role="assistant", content=short), ChatMessage(role="assistant", content=long)],
+        question="q",
+        status="complete",
+    )
     entries = bundle[TRANSCRIPT_MIME]["entries"]
     assert entries[1] == {"role": "assistant", "content": short}  # short answers stay whole in the JSON
     assert entries[2]["in_html"] is True and long.startswith(entries[2]["content"].rstrip("…"))
     assert len(json.dumps(entries[2])) < 500
     html = bundle["text/html"]
-    assert 'data-agentik-entry="2">' + one_line(render_markdown(long)) in html and "data-agentik-entry=\"1\"" not in html
+    assert 'data-agentik-entry="2">' + one_line(render_markdown(long)) in html and 'data-agentik-entry="1"' not in html
     assert "more characters in the HTML output]" in bundle["text/plain"]
 
 

@@ -65,8 +65,14 @@ def test_event_union_round_trip(event: object) -> None:
 
 
 PERSISTED = [
-    UserMessage(content="q", context=AgentContext(notebook_path="/n.ipynb", execution_count=3,
-                variables=[VariableSummary(name="df", type="DataFrame", shape="(3, 2)")])),
+    UserMessage(
+        content="q",
+        context=AgentContext(
+            notebook_path="/n.ipynb",
+            execution_count=3,
+            variables=[VariableSummary(name="df", type="DataFrame", shape="(3, 2)")],
+        ),
+    ),
     UserMessage(content="q"),
     AssistantMessage(content="a", usage=Usage(input_tokens=1, output_tokens=2)),
     AssistantMessage(content="", tool_calls=[CALL]),
@@ -91,9 +97,7 @@ def test_unknown_fields_are_rejected() -> None:
 
 def test_tool_parameter_shape() -> None:
     p = ToolParameter(key="assetId", type="string", required=False)
-    assert p.model_dump(include={"key", "type", "required"}) == {
-        "key": "assetId", "type": "string", "required": False
-    }
+    assert p.model_dump(include={"key", "type", "required"}) == {"key": "assetId", "type": "string", "required": False}
     with pytest.raises(ValidationError):
         ToolParameter(key="x", type="str")  # type: ignore[arg-type]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from agentik_jupyter.types import ToolCall, ToolDefinition, ToolParameter
 from agentik_jupyter.tools.validation import check_call, type_matches, validate_arguments
+from agentik_jupyter.types import ToolCall, ToolDefinition, ToolParameter
 
 ASSET = [ToolParameter(key="assetId", type="string", required=False)]
 
@@ -64,7 +65,8 @@ def test_valid_exactly_when_every_rule_holds(case: tuple[list[ToolParameter], di
     params, args = case
     expected_ok = all(p.key in args for p in params if p.required) and all(
         (v is None and not p.required) or type_matches(v, p.type)
-        for p in params if (v := args.get(p.key, ...)) is not ...
+        for p in params
+        if (v := args.get(p.key, ...)) is not ...
     )
     assert (validate_arguments(args, params) == []) == expected_ok
 

@@ -18,10 +18,12 @@ from agentik_jupyter.tools.vision import MAX_BYTES, MAX_SIDE_PX, fit_image
 
 from .kernel_support import NotebookKernel, kernel_env
 
-PLOT = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-        "fig, ax = plt.subplots(figsize=(16, 12), dpi=100)\n"
-        "ax.plot(range(10), label='units'); ax.plot(range(0, 20, 2), label='double')\n"
-        "ax.set_title('Units by week'); ax.set_xlabel('week'); ax.legend()")
+PLOT = (
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+    "fig, ax = plt.subplots(figsize=(16, 12), dpi=100)\n"
+    "ax.plot(range(10), label='units'); ax.plot(range(0, 20, 2), label='double')\n"
+    "ax.set_title('Units by week'); ax.set_xlabel('week'); ax.legend()"
+)
 
 
 def _noise_png(width: int, height: int) -> str:
@@ -121,7 +123,9 @@ def _saved_notebook(path: Path, png: str) -> Path:
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("sales.plot()", execution_count=2)
     cell.id = "plot-cell"
-    cell.outputs = [nbformat.v4.new_output("display_data", {"image/png": png, "text/plain": "<Figure size 1200x900 with 1 Axes>"})]
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", {"image/png": png, "text/plain": "<Figure size 1200x900 with 1 Axes>"})
+    ]
     nb.cells = [cell]
     nbformat.write(nb, path)
     return path
@@ -136,9 +140,11 @@ def _turn_with_output_images(tmp_path: Path, provider: str, **env: str) -> tuple
     """A turn that reads a saved cell holding a 1200×900 noisy PNG, then asks the history for figures."""
     notebook = _saved_notebook(tmp_path / "plots.ipynb", _noise_png(1200, 900))
     with FakeLLMServer() as llm:
-        llm.push(Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": "plot-cell"}}]),
-                 Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 2, "images": True}}]),
-                 Reply.text("Two charts seen."))
+        llm.push(
+            Reply.tool_calls([{"name": "read_notebook", "args": {"cell_id": "plot-cell"}}]),
+            Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 2, "images": True}}]),
+            Reply.text("Two charts seen."),
+        )
         kernel = NotebookKernel(kernel_env(llm, provider, JPY_SESSION_NAME=str(notebook), **env), tmp_path)
         try:
             kernel.run("%load_ext agentik_jupyter")
@@ -183,8 +189,11 @@ def test_output_images_without_vision_are_described_and_still_shown_in_the_card(
     assert "title 'Units by week'" in sent and "series units, double" in sent and "2 line(s)" in sent
     from .kernel_support import transcript
 
-    entries = [e for e in transcript(cell.outputs)["application/vnd.agentik.transcript+json"]["entries"]
-               if e.get("role") == "tool"]
+    entries = [
+        e
+        for e in transcript(cell.outputs)["application/vnd.agentik.transcript+json"]["entries"]
+        if e.get("role") == "tool"
+    ]
     cards = {e["name"]: e.get("display") or {} for e in entries}
     assert set(cards) == {"read_notebook", "get_cell_history"}
     for display in cards.values():  # the user sees the (fitted) images in the tool cards

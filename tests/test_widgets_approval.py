@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from agentik_jupyter.tools.approval import ApprovalGate, ApprovalRequest
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.approval import ApprovalGate, ApprovalRequest
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import ToolCall, ToolDefinition
 from agentik_jupyter.widgets import ApprovalCard, TurnView
 
@@ -53,8 +53,12 @@ async def test_turn_waits_for_the_card_and_continues_after_denial(monkeypatch: p
 
     s: Session
     gate = ApprovalGate(present=lambda r: s.approval_presenter(r), timeout=5)  # type: ignore[misc]
-    s = Session(ScriptedTransport([Step.call("run_code", {"code": "1+1"}), Step.say("Denied, fine.")]), reg,
-                temporary=True, approver=gate)
+    s = Session(
+        ScriptedTransport([Step.call("run_code", {"code": "1+1"}), Step.say("Denied, fine.")]),
+        reg,
+        temporary=True,
+        approver=gate,
+    )
     view = TurnView(s, "run it", wait=True, display=lambda b: None)
     s.approval_presenter = view.present_approval
     task = s.start_turn("run it")

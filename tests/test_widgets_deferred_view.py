@@ -13,15 +13,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agentik_jupyter.errors import AuthenticationError
-from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, holds_loop
 from agentik_jupyter.core.session import Session
+from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, holds_loop
 from agentik_jupyter.types import End
-from agentik_jupyter.widgets import TurnView
-from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
-from agentik_jupyter.widgets import shared
+from agentik_jupyter.widgets import TurnView, shared
 from agentik_jupyter.widgets.shared import placeholder
+from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
 from agentik_jupyter.widgets.turn_view import FIRST_WORDS_MAX_CHARS, FIRST_WORDS_S, LIVE_AFTER_S, PLACE_TEXT
 
 from .widgets_support import CommLog, comm_log  # noqa: F401
@@ -53,7 +52,7 @@ def model_of(bundle: dict[str, Any]) -> str:
 class Shown(list):  # type: ignore[type-arg]
     """What `show` displayed and how its place was updated since: bundles, in order."""
 
-    def __call__(self, view: TurnView) -> "Shown":
+    def __call__(self, view: TurnView) -> Shown:
         self.append(view._repr_mimebundle_())
         return self
 

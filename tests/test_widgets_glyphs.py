@@ -4,15 +4,58 @@ Chromium shows them so), while ✓ ✗ ⚙ come from ordinary text fonts."""
 
 from __future__ import annotations
 
-from agentik_jupyter.widgets import approval_card, cards
 from agentik_jupyter.types import ToolCall, ToolResult
+from agentik_jupyter.widgets import approval_card, cards
 
 # Unicode's Emoji_Presentation characters below U+1F000 (emoji-data.txt); everything above is too.
-EMOJI_PRESENTATION = {0x231A, 0x231B, *range(0x23E9, 0x23ED), 0x23F0, 0x23F3, 0x25FD, 0x25FE, 0x2614, 0x2615,
-                      *range(0x2648, 0x2654), 0x267F, 0x2693, 0x26A1, 0x26AA, 0x26AB, 0x26BD, 0x26BE, 0x26C4,
-                      0x26C5, 0x26CE, 0x26D4, 0x26EA, 0x26F2, 0x26F3, 0x26F5, 0x26FA, 0x26FD, 0x2705, 0x270A,
-                      0x270B, 0x2728, 0x274C, 0x274E, 0x2753, 0x2754, 0x2755, 0x2757, 0x2795, 0x2796, 0x2797,
-                      0x27B0, 0x27BF, 0x2B1B, 0x2B1C, 0x2B50, 0x2B55}
+EMOJI_PRESENTATION = {
+    0x231A,
+    0x231B,
+    *range(0x23E9, 0x23ED),
+    0x23F0,
+    0x23F3,
+    0x25FD,
+    0x25FE,
+    0x2614,
+    0x2615,
+    *range(0x2648, 0x2654),
+    0x267F,
+    0x2693,
+    0x26A1,
+    0x26AA,
+    0x26AB,
+    0x26BD,
+    0x26BE,
+    0x26C4,
+    0x26C5,
+    0x26CE,
+    0x26D4,
+    0x26EA,
+    0x26F2,
+    0x26F3,
+    0x26F5,
+    0x26FA,
+    0x26FD,
+    0x2705,
+    0x270A,
+    0x270B,
+    0x2728,
+    0x274C,
+    0x274E,
+    0x2753,
+    0x2754,
+    0x2755,
+    0x2757,
+    0x2795,
+    0x2796,
+    0x2797,
+    0x27B0,
+    0x27BF,
+    0x2B1B,
+    0x2B1C,
+    0x2B50,
+    0x2B55,
+}
 
 
 def emoji(text: str) -> list[str]:
@@ -23,8 +66,11 @@ def test_decisions_and_tool_marks_have_no_emoji() -> None:
     for text in approval_card.DECISIONS.values():
         assert emoji(text) == [], text
     call = ToolCall(id="c1", name="run_code", args={"code": "1"})
-    for result in (None, ToolResult(tool_call_id="c1", name="run_code", result="ok"),
-                   ToolResult(tool_call_id="c1", name="run_code", result="", error="boom")):
+    for result in (
+        None,
+        ToolResult(tool_call_id="c1", name="run_code", result="ok"),
+        ToolResult(tool_call_id="c1", name="run_code", result="", error="boom"),
+    ):
         line = cards.card_title(call, result)
         assert emoji(line) == [], line
 
@@ -45,8 +91,13 @@ def test_every_status_line_is_drawn_with_text_glyphs() -> None:
     line.waiting(ahead=2)
     seen.append(line.text())
     line.begin(at=8.0)
-    for status, tool in (("sending", None), ("processing", "run_code"), ("processing", "run_code" + AWAITING_APPROVAL),
-                         ("responding", None), ("error", None)):
+    for status, tool in (
+        ("sending", None),
+        ("processing", "run_code"),
+        ("processing", "run_code" + AWAITING_APPROVAL),
+        ("responding", None),
+        ("error", None),
+    ):
         store.set(status=status, active_tool=tool)
         seen.append(line.text())
     for reason in ("complete", "interrupted", "max_iterations", "error"):
@@ -62,10 +113,15 @@ def test_no_widget_or_extension_source_draws_an_emoji() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    sources = [*sorted((root / "agentik_jupyter" / "widgets").glob("*.py")),
-               *sorted((root / "labextension" / "src").glob("*.ts"))]
+    sources = [
+        *sorted((root / "agentik_jupyter" / "widgets").glob("*.py")),
+        *sorted((root / "labextension" / "src").glob("*.ts")),
+    ]
     assert len(sources) > 20
-    found = [(path.name, number, "".join(emoji(line)))
-             for path in sources for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if emoji(line) or [c for c in line if ord(c) in NO_TEXT_FONT]]
+    found = [
+        (path.name, number, "".join(emoji(line)))
+        for path in sources
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if emoji(line) or [c for c in line if ord(c) in NO_TEXT_FONT]
+    ]
     assert found == [], found

@@ -20,9 +20,19 @@ from .widgets_support import CommLog, comm_log  # noqa: F401  (a fixture)
 
 KIND = {"_model_name", "_model_module", "_model_module_version"}
 PAGE_DEFAULTS: dict[str, Any] = {
-    "_dom_classes": [], "_view_count": None, "tabbable": None, "tooltip": None, "description": "",
-    "description_allow_html": False, "placeholder": "\u200b", "box_style": "", "button_style": "",
-    "disabled": False, "icon": "", "_view_module": "@jupyter-widgets/controls", "_view_module_version": "2.0.0",
+    "_dom_classes": [],
+    "_view_count": None,
+    "tabbable": None,
+    "tooltip": None,
+    "description": "",
+    "description_allow_html": False,
+    "placeholder": "\u200b",
+    "box_style": "",
+    "button_style": "",
+    "disabled": False,
+    "icon": "",
+    "_view_module": "@jupyter-widgets/controls",
+    "_view_module_version": "2.0.0",
 }
 
 

@@ -10,7 +10,8 @@ extension the view is ipywidgets' own, as before.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,10 @@ def test_an_append_only_view_opens_the_question_with_its_answer_and_the_line_wit
     opened = [data["state"] for kind, _, _, data in comm_log.messages if kind == "comm_open"]
     names = [state["_model_name"] for state in opened]
     assert sorted(n for n in names if not n.endswith(("LayoutModel", "StyleModel"))) == [
-        "LiveStatusModel", "LiveTextModel", "VBoxModel"], names
+        "LiveStatusModel",
+        "LiveTextModel",
+        "VBoxModel",
+    ], names
     (live,) = [state for state in opened if state["_model_name"] == "LiveTextModel"]
     assert "agentik-user" in live["head"] and "What is in &lt;df&gt;?" in live["head"]
     assert view.status.widget is view.stop_button  # (one widget: the line and Stop)

@@ -31,7 +31,10 @@ def shown(log: CommLog) -> dict[str, str]:
     for kind, comm_id, _, data in log.messages:
         if kind == "comm_open" and data.get("state", {}).get("_model_name") == "LiveTextModel":
             state = data["state"]
-            models[comm_id] = {"value": state.get("value", ""), "tail": state.get("tail", "")}  # (lean: a default is left out)
+            models[comm_id] = {
+                "value": state.get("value", ""),
+                "tail": state.get("tail", ""),
+            }  # (lean: a default is left out)
         elif kind == "comm_msg" and comm_id in models:
             model = models[comm_id]
             if data.get("method") == "update":
@@ -39,14 +42,15 @@ def shown(log: CommLog) -> dict[str, str]:
             elif data.get("method") == "custom":
                 content: dict[str, Any] = data["content"]
                 whole = utf16(model["value"] + model["tail"])
-                whole = whole[:2 * content["k"]] + utf16(content["a"])
-                model["value"] = text16(whole[:2 * content["s"]])
-                model["tail"] = text16(whole[2 * content["s"]:])
+                whole = whole[: 2 * content["k"]] + utf16(content["a"])
+                model["value"] = text16(whole[: 2 * content["s"]])
+                model["tail"] = text16(whole[2 * content["s"] :])
     return {cid: m["value"] + m["tail"] for cid, m in models.items()}
 
 
-def paced(text: str, log: CommLog, *, append_only: bool, exact: bool = True, chunk: int = 4,
-          seconds: float = 0.004) -> tuple[StreamBuffer, list[str]]:
+def paced(
+    text: str, log: CommLog, *, append_only: bool, exact: bool = True, chunk: int = 4, seconds: float = 0.004
+) -> tuple[StreamBuffer, list[str]]:
     """`text` at 250 chunks a second; what the frontend showed after each update."""
     clock = FakeClock()
     log.reset()
@@ -55,7 +59,7 @@ def paced(text: str, log: CommLog, *, append_only: bool, exact: bool = True, chu
     for i in range(0, len(text), chunk):
         clock.advance(seconds)
         before = len(log.messages)
-        buffer.append(text[i:i + chunk])
+        buffer.append(text[i : i + chunk])
         if append_only and len(log.messages) != before:
             seen.append("".join(shown(log).values()))
     buffer.finish(exact)
@@ -99,9 +103,15 @@ def test_a_seal_and_the_tail_after_it_cross_in_one_message(comm_log: CommLog) ->
     for i in range(0, len(text), 4):
         clock.advance(0.004)
         before = len(comm_log.messages)
-        buffer.append(text[i:i + 4])
-        most = max(most, sum(1 for kind, _, _, data in comm_log.messages[before:]
-                             if kind == "comm_msg" and data.get("method") == "custom"))
+        buffer.append(text[i : i + 4])
+        most = max(
+            most,
+            sum(
+                1
+                for kind, _, _, data in comm_log.messages[before:]
+                if kind == "comm_msg" and data.get("method") == "custom"
+            ),
+        )
     sealed = buffer._sealed
     buffer.finish(False)
     assert sealed > 0  # (the answer was sealed on the way)
@@ -116,8 +126,11 @@ def test_a_long_code_block_is_cut_and_bytes_stay_linear(comm_log: CommLog) -> No
     buffer, _ = paced(text, comm_log, append_only=True, chunk=8, seconds=0.004)
     assert len(buffer.widgets) == 1
     assert comm_log.total_bytes < 3 * len(render_markdown(text)), comm_log.total_bytes / len(text)
-    adds = [len(data["content"]["a"]) for kind, _, _, data in comm_log.messages
-            if kind == "comm_msg" and data.get("method") == "custom"]
+    adds = [
+        len(data["content"]["a"])
+        for kind, _, _, data in comm_log.messages
+        if kind == "comm_msg" and data.get("method") == "custom"
+    ]
     assert max(adds) < 2 * MAX_LIVE
     (frontend,) = shown(comm_log).values()
     assert frontend == render_markdown(text)

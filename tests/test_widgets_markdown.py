@@ -25,8 +25,9 @@ def test_raw_html_in_model_text_shows_as_text(attack: str) -> None:
     assert "&lt;" in out
 
 
-@pytest.mark.parametrize("url", ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "data:text/html,x", "vbscript:x",
-                                 "file:///etc/passwd"])
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "data:text/html,x", "vbscript:x", "file:///etc/passwd"]
+)
 def test_only_http_and_mailto_links(url: str) -> None:
     out = render_markdown(f"[click]({url}) and <{url}>")
     assert "href" not in out

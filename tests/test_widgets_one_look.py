@@ -25,8 +25,10 @@ def test_the_live_parts_are_classes_without_inline_colours() -> None:
     card.set_result(ToolResult(tool_call_id="c1", name="inspect_variable", result=None, error="KeyError: 'x'"))
     for markup in (question_html("Why?"), user_html("Why?"), error_html("It broke"), STOPPED_HTML, card.widget.value):
         assert not COLOUR.search(markup), markup
-    assert question_html("a <b>") == ('<div class="agentik-user"><span class="agentik-who">You</span>'
-                                      '<div class="agentik-question">a &lt;b&gt;</div></div>')  # as renderer.ts builds it
+    assert question_html("a <b>") == (
+        '<div class="agentik-user"><span class="agentik-who">You</span>'
+        '<div class="agentik-question">a &lt;b&gt;</div></div>'
+    )  # as renderer.ts builds it
     assert 'class="agentik-error"' in card.widget.value and 'class="agentik-tool"' in card.widget.value
     assert ANSWER_CLASSES == ("agentik-assistant", "jp-RenderedHTMLCommon", "jp-RenderedMarkdown")
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pandas as pd
 
+from agentik_jupyter.core.session import Session
 from agentik_jupyter.notebook.mentions import suggest_names
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.tools.registry import ToolRegistry
-from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.widgets import ChatPanel
 
 from .test_session_history import write_long_session
@@ -46,7 +46,7 @@ async def test_show_older_puts_the_previous_page_on_top_once(tmp_path: Path) -> 
     await panel.older_task
     text = html_of(panel.history)
     assert text.index("Question 0<") < text.index("Question 10<") < text.index("Last answer")
-    assert list(panel.history.children[-len(drawn):]) == drawn  # only the new page was drawn
+    assert list(panel.history.children[-len(drawn) :]) == drawn  # only the new page was drawn
     for i in range(50):
         assert text.count(f"Question {i}<") == 1 and text.count(f"Answer {i}<") == 1
     assert len(panel._cards) == 50 and all(card.result is not None for card in panel._cards.values())
@@ -87,12 +87,23 @@ def test_suggestions_read_names_and_types_only() -> None:
         def __getattr__(self, name: str) -> Any:
             raise AssertionError(f"attribute {name} read")
 
-    shell = SimpleNamespace(user_ns={
-        "sales": pd.DataFrame({"x": [1]}), "Sales_2024": [1, 2], "salt": Touchy(), "_sales": 1,
-        "sample": pd, "say": print, "other": 3,
-    }, user_ns_hidden={})
+    shell = SimpleNamespace(
+        user_ns={
+            "sales": pd.DataFrame({"x": [1]}),
+            "Sales_2024": [1, 2],
+            "salt": Touchy(),
+            "_sales": 1,
+            "sample": pd,
+            "say": print,
+            "other": 3,
+        },
+        user_ns_hidden={},
+    )
     assert suggest_names(shell, "sa") == [
-        ("sales", "pandas.DataFrame"), ("salt", f"tests.{Touchy.__qualname__}"), ("Sales_2024", "list")]
+        ("sales", "pandas.DataFrame"),
+        ("salt", f"tests.{Touchy.__qualname__}"),
+        ("Sales_2024", "list"),
+    ]
     assert [n for n, _ in suggest_names(shell, "")] == ["other", "sales", "Sales_2024", "salt"]
     assert suggest_names(shell, "nothing") == []
 

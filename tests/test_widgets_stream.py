@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 from agentik_jupyter.core.orchestrator import Orchestrator
-from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.body import TurnBody
 from agentik_jupyter.widgets.markdown import render_markdown
@@ -24,7 +24,9 @@ def answer(size: int, seed: int = 7) -> str:
     while sum(len(b) + 2 for b in blocks) < size:
         kind = rng.random()
         if kind < 0.15:
-            body = "\n".join(f"x_{i} = df['c{i}'].mean()" + ("\n" if i % 7 == 3 else "") for i in range(rng.randint(3, 30)))
+            body = "\n".join(
+                f"x_{i} = df['c{i}'].mean()" + ("\n" if i % 7 == 3 else "") for i in range(rng.randint(3, 30))
+            )
             blocks.append(f"```python\n{body}\n```")
         elif kind < 0.3:
             blocks.append("\n".join(f"- item {i} " + " ".join(rng.choices(words, k=6)) for i in range(5)))
@@ -89,7 +91,7 @@ def test_at_most_60_widget_updates_per_1000_tokens_and_the_final_text_exact(comm
         buffer = StreamBuffer(clock=clock)
         for i in range(0, len(text), 4):
             clock.advance(seconds_per_token)
-            buffer.append(text[i:i + 4])
+            buffer.append(text[i : i + 4])
         buffer.finish()
         assert updates(comm_log) + opens(comm_log) <= 60, (seconds_per_token, updates(comm_log), opens(comm_log))
         assert final_html(buffer) == render_markdown(text)
@@ -103,7 +105,7 @@ def test_a_long_answer_has_few_widgets(comm_log: CommLog) -> None:
     comm_log.reset()
     for i in range(0, len(text), 40):
         clock.advance(0.01)
-        buffer.append(text[i:i + 40])
+        buffer.append(text[i : i + 40])
     assert opens(comm_log) <= 40, opens(comm_log)
     assert comm_log.total_bytes < 4 * len(text), comm_log.total_bytes / len(text)
     buffer.finish()

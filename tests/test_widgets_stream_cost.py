@@ -39,7 +39,7 @@ def test_a_growing_live_part_renders_each_block_once(rendered: list[int], comm_l
     shown: list[Any] = []
     for i in range(0, len(text), 4):  # 250 tokens a second
         clock.advance(0.004)
-        buffer.append(text[i:i + 4])
+        buffer.append(text[i : i + 4])
         if buffer.widgets and (not shown or shown[-1] != buffer.widgets[-1].value):
             shown.append(buffer.widgets[-1].value)
     assert len(shown) >= 10  # it streamed

@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from agentik_jupyter.errors import AuthenticationError
-from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.core.session import Session
+from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolOutput, ToolResult, Usage
 from agentik_jupyter.widgets import ChatPanel, SessionLike, TurnView, transcript_bundle
 from agentik_jupyter.widgets.cards import ToolCard
@@ -78,8 +78,10 @@ async def test_turn_view_streams_then_leaves_a_transcript_in_its_output(comm_log
     (out,) = view.widget.children
     bundle = out.outputs[0]["data"]
     assert bundle is view.bundle
-    assert bundle["text/plain"] == "You: hi <b>there</b>\nAgent: **Hello** <script>x</script>\n" \
-                                   "[✓ Done · 12 tokens in, 3 out]"
+    assert (
+        bundle["text/plain"] == "You: hi <b>there</b>\nAgent: **Hello** <script>x</script>\n"
+        "[✓ Done · 12 tokens in, 3 out]"
+    )
     assert "<strong>Hello</strong> &lt;script&gt;" in bundle["text/html"] and "<script>" not in bundle["text/html"]
     payload = bundle[TRANSCRIPT_MIME]
     assert payload["version"] == 1 and payload["status"] == "complete"
@@ -158,12 +160,14 @@ async def test_a_queued_view_follows_only_its_own_turn() -> None:
 
 async def test_panel_renders_history_sends_with_enter_and_streams() -> None:
     s = session([Step.say("Follow-up **answer**")])
-    s.chat_store.set_messages([
-        ChatMessage(role="user", content="earlier <i>q</i>"),
-        ChatMessage(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="frame", args={})]),
-        ChatMessage(role="tool", content="t", tool_result=ToolResult(tool_call_id="c1", name="frame", result="t")),
-        ChatMessage(role="assistant", content="earlier *answer*"),
-    ])
+    s.chat_store.set_messages(
+        [
+            ChatMessage(role="user", content="earlier <i>q</i>"),
+            ChatMessage(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="frame", args={})]),
+            ChatMessage(role="tool", content="t", tool_result=ToolResult(tool_call_id="c1", name="frame", result="t")),
+            ChatMessage(role="assistant", content="earlier *answer*"),
+        ]
+    )
     panel = ChatPanel(s)
     text = html_of(panel.history)
     assert "earlier &lt;i&gt;q&lt;/i&gt;" in text and "<em>answer</em>" in text

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import comm
 import pytest
@@ -30,8 +31,9 @@ class CommLog:
 
 def recording_comm_factory(log: CommLog) -> Any:
     class RecordingComm(BaseComm):
-        def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
-                        buffers: Any = None, **keys: Any) -> None:
+        def publish_msg(
+            self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+        ) -> None:
             payload = data or {}
             size = len(json.dumps(payload, default=str).encode())
             size += sum(len(b) for b in buffers or [])

@@ -12,18 +12,18 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
 from pathlib import PurePath
-from typing import Any, AsyncIterator, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
+from agentik_jupyter.errors import ChatRouteError, ConfigurationError, ProviderError
 from agentik_jupyter.providers._http import close_on_its_loop
 from agentik_jupyter.providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
 from agentik_jupyter.providers.config import ProviderConfig, load_config, make_adapter
-from agentik_jupyter.errors import ConfigurationError, ProviderError
 from agentik_jupyter.security.scrub import scrub, scrub_value
 from agentik_jupyter.types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
-from agentik_jupyter.errors import ChatRouteError
 
 BASE_SYSTEM_PROMPT = """\
 You are agentik, an assistant that lives inside the user's Jupyter kernel.
@@ -123,9 +123,7 @@ def parse_request(body: bytes | str | dict[str, Any], environ: Mapping[str, str]
     except RecursionError:
         raise _too_deep() from None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5]
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
         raise _invalid(problems) from None
     allowed = allowed_models(environ)
     if request.model is not None and allowed and request.model not in allowed:
@@ -241,8 +239,12 @@ async def handle(
     try:
         response = await collect(
             stream_chat(
-                request.messages, request.context, tool_schemas,
-                model=request.model, environ=environ, adapters=adapters,
+                request.messages,
+                request.context,
+                tool_schemas,
+                model=request.model,
+                environ=environ,
+                adapters=adapters,
             )
         )
     except ConfigurationError as exc:

@@ -9,7 +9,7 @@ Error on until the session has written the row and calls ``release``.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from agentik_jupyter.types import ErrorEvent, Event
 

@@ -27,9 +27,9 @@ def _unfinished_turns(entries: list[AuditEntry]) -> set[str]:
     for entry in entries:
         last[entry.turn_id] = entry.record
     return {
-        turn for turn, record in last.items()
-        if not isinstance(record, ErrorRecord)
-        and not (isinstance(record, AssistantMessage) and not record.tool_calls)
+        turn
+        for turn, record in last.items()
+        if not isinstance(record, ErrorRecord) and not (isinstance(record, AssistantMessage) and not record.tool_calls)
     }
 
 
@@ -53,10 +53,16 @@ def records_to_messages(records: list[PersistedMessage]) -> list[ChatMessage]:
         if isinstance(r, UserMessage):
             out.append(ChatMessage(id=r.id, role="user", content=r.content, timestamp=r.timestamp))
         elif isinstance(r, AssistantMessage):
-            out.append(ChatMessage(
-                id=r.id, role="assistant", content=r.content, reasoning=r.reasoning,
-                tool_calls=r.tool_calls, timestamp=r.timestamp,
-            ))
+            out.append(
+                ChatMessage(
+                    id=r.id,
+                    role="assistant",
+                    content=r.content,
+                    reasoning=r.reasoning,
+                    tool_calls=r.tool_calls,
+                    timestamp=r.timestamp,
+                )
+            )
         elif isinstance(r, ToolResultRecord):
             content = r.result.error or str(r.result.result)
             out.append(ChatMessage(id=r.id, role="tool", content=content, tool_result=r.result, timestamp=r.timestamp))

@@ -15,7 +15,8 @@ import concurrent.futures
 import functools
 import logging
 import threading
-from typing import Any, Callable, Coroutine, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 

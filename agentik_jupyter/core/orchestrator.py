@@ -11,11 +11,12 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
-from agentik_jupyter.tools.arguments import bound_arguments
-from agentik_jupyter.tools.interruptible import interruptible
+from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.errors import ConfigurationError, ProviderError
 from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -25,12 +26,14 @@ from agentik_jupyter.providers.base import (
     TextDelta,
     UsageDelta,
 )
-from agentik_jupyter.errors import ConfigurationError, ProviderError
-from agentik_jupyter.tools.registry import ToolRegistry, run_tool
 from agentik_jupyter.security.scrub import scrub, scrub_response, scrub_result
 from agentik_jupyter.security.stream import StreamScrubber
-from agentik_jupyter.core.store import AgentStore, ChatStore
-from agentik_jupyter.tools.status import label as tool_label, noting
+from agentik_jupyter.tools.arguments import bound_arguments
+from agentik_jupyter.tools.interruptible import interruptible
+from agentik_jupyter.tools.registry import ToolRegistry, run_tool
+from agentik_jupyter.tools.status import label as tool_label
+from agentik_jupyter.tools.status import noting
+from agentik_jupyter.tools.validation import check_call, coerce_arguments
 from agentik_jupyter.types import (
     AgentContext,
     AppendText,
@@ -50,7 +53,6 @@ from agentik_jupyter.types import (
     ToolSchema,
     Usage,
 )
-from agentik_jupyter.tools.validation import check_call, coerce_arguments
 
 log = logging.getLogger(__name__)
 
@@ -319,8 +321,7 @@ class Orchestrator:
                 return ToolResult(
                     tool_call_id=call.id,
                     name=call.name,
-                    error=f"{DENIED} running '{call.name}'. Do not retry it; "
-                    "answer without it or ask the user.",
+                    error=f"{DENIED} running '{call.name}'. Do not retry it; answer without it or ask the user.",
                 )
         args = coerce_arguments(call.args, definition.parameters)
         try:
@@ -330,12 +331,13 @@ class Orchestrator:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return ToolResult(
-                tool_call_id=call.id, name=call.name, error=f"{type(exc).__name__}: {scrub(str(exc))}"
-            )
+            return ToolResult(tool_call_id=call.id, name=call.name, error=f"{type(exc).__name__}: {scrub(str(exc))}")
         if isinstance(value, ToolOutput):
             return ToolResult(
-                tool_call_id=call.id, name=call.name, result=result_text(value.text), display=value.display,
+                tool_call_id=call.id,
+                name=call.name,
+                result=result_text(value.text),
+                display=value.display,
                 images=value.images,
             )
         return ToolResult(tool_call_id=call.id, name=call.name, result=result_text(value))

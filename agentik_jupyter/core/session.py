@@ -13,19 +13,26 @@ import asyncio
 import json
 import logging
 import os
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
-from agentik_jupyter.ids import check_session_id
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
-from agentik_jupyter.persistence.budget import first_turn_to_keep
-from agentik_jupyter.persistence import (AsyncSessionDB, ConversationInfo, ConversationNotFoundError, SessionDBError,
-                          context_budget, estimate_tokens)
-from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
-from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.core.write_through import WriteThrough
+from agentik_jupyter.ids import check_session_id
+from agentik_jupyter.persistence import (
+    AsyncSessionDB,
+    ConversationInfo,
+    ConversationNotFoundError,
+    SessionDBError,
+    context_budget,
+    estimate_tokens,
+)
+from agentik_jupyter.persistence.budget import first_turn_to_keep
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
 from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
 
 log = logging.getLogger(__name__)
@@ -54,7 +61,12 @@ class Session:
         self.agent_store = AgentStore()
         self._stop = StopFlag()  # the running turn's, shared with the orchestrator (and a tool's SIGINT)
         self.orchestrator = Orchestrator(
-            transport, registry, self.chat_store, self.agent_store, approver=approver, stop=self._stop,
+            transport,
+            registry,
+            self.chat_store,
+            self.agent_store,
+            approver=approver,
+            stop=self._stop,
         )
         self.db = None if temporary else db
         self.temporary = temporary
@@ -262,9 +274,7 @@ class Session:
         if self.db is None:
             return None
         info = (
-            await self.db.get_conversation(conversation_id)
-            if conversation_id
-            else await self.db.latest_conversation()
+            await self.db.get_conversation(conversation_id) if conversation_id else await self.db.latest_conversation()
         )
         if info is None:
             self.conversation_id, self.title, self.older_before = None, None, None
@@ -380,7 +390,7 @@ class Session:
             # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
             costs = [sum(estimate_tokens(m.model_dump_json()) for m in turn) for turn in self._working]
-            history = [m for turn in self._working[first_turn_to_keep(costs, budget):] for m in turn]
+            history = [m for turn in self._working[first_turn_to_keep(costs, budget) :] for m in turn]
             self._working.append([user_msg])
             return history
         history = await self._begin_saved(self.db, user, budget)

@@ -8,7 +8,8 @@ orchestrator. Persistence hooks let a session write through to its DB.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 

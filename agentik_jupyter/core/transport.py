@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from agentik_jupyter.core.chat_route import stream_chat
+from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError, ProviderError
 from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -23,7 +25,6 @@ from agentik_jupyter.providers.base import (
     ToolCallStart,
     UsageDelta,
 )
-from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError, ProviderError
 from agentik_jupyter.types import AgentContext, ChatMessage, ToolSchema, Usage
 
 
@@ -165,8 +166,7 @@ def _delta(kind: str, data: dict[str, Any]) -> ProviderDelta | None:
         _raise_error(data, None)
     if kind == "end":
         calls = [
-            ProviderToolCall(id=c["id"], name=c["name"], args=c.get("args") or {})
-            for c in data.get("toolCalls") or []
+            ProviderToolCall(id=c["id"], name=c["name"], args=c.get("args") or {}) for c in data.get("toolCalls") or []
         ]
         usage = data.get("usage")
         return StreamDone(

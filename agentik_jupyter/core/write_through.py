@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentik_jupyter.persistence import AsyncSessionDB
-from agentik_jupyter.types import AssistantMessage, ChatMessage, Event, PersistedMessage, ToolCallEvent, ToolCallRecord, ToolResultRecord
+from agentik_jupyter.types import (
+    AssistantMessage,
+    ChatMessage,
+    Event,
+    PersistedMessage,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +38,16 @@ class WriteThrough:
 
     def message(self, message: ChatMessage) -> None:
         if message.role == "assistant" and message.error is None:
-            self._schedule(AssistantMessage(
-                id=message.id, content=message.content, reasoning=message.reasoning,
-                tool_calls=message.tool_calls, provider_blocks=message.provider_blocks,
-                timestamp=message.timestamp,
-            ))
+            self._schedule(
+                AssistantMessage(
+                    id=message.id,
+                    content=message.content,
+                    reasoning=message.reasoning,
+                    tool_calls=message.tool_calls,
+                    provider_blocks=message.provider_blocks,
+                    timestamp=message.timestamp,
+                )
+            )
         elif message.role == "tool" and message.tool_result is not None:
             self._schedule(ToolResultRecord(id=message.id, result=message.tool_result, timestamp=message.timestamp))
 

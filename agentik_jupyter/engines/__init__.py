@@ -8,15 +8,16 @@ list_variables and the turn's context. See base.py for how the budget and Stop r
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentik_jupyter.engines.base import Engine, cancel_running
 from agentik_jupyter.engines.dask_engine import DaskEngine, is_dask_frame
-from agentik_jupyter.engines.summarize import describe_text
 from agentik_jupyter.engines.duckdb_engine import DuckDBEngine, is_relation
 from agentik_jupyter.engines.limits import BUDGET_CHARS, BUDGET_ENV, describe_budget_s
 from agentik_jupyter.engines.polars_lazy import PolarsLazyEngine, is_lazy_frame
 from agentik_jupyter.engines.spark_engine import SparkEngine, is_spark_frame
+from agentik_jupyter.engines.summarize import describe_text
 
 __all__ = ["BUDGET_CHARS", "BUDGET_ENV", "Engine", "cancel_running", "describe", "engine_of", "one_line"]
 

@@ -22,8 +22,9 @@ import ctypes
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from agentik_jupyter.engines.limits import CANCEL_GRACE_S, POLL_S, SAMPLE_ROWS
 
@@ -138,6 +139,7 @@ def first_rows_sample(job: Job[StatsResult], via: str) -> Job[StatsResult]:
 
     DuckDB, Spark and Polars read every row for a random sample, so their fallback is a prefix.
     """
+
     def run() -> StatsResult:
         result = job.run()
         result.sample_how = f"its first rows, via {via}"

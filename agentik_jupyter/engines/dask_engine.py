@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from agentik_jupyter.engines.base import ColumnStats, Head, Job, StatsResult
 from agentik_jupyter.engines.limits import KMV_SIZE, MAX_DASK_THREADS, MIN_SAMPLE_PARTITIONS, SAMPLE_PARTITION_SHARE
@@ -74,10 +75,14 @@ def _compute(build: Callable[[], list[Any]]) -> Job[list[Any]]:
         if threaded is not None and scheduler is threaded.get and dask.config.get("pool", None) is None:
             pool = _own_pool(threaded, dask.config.get("num_workers", None))
         try:
-            return list(dask.compute(
-                *build(), scheduler=scheduler, callbacks=[(None, None, pretask, None, None)],
-                **({"pool": pool} if pool is not None else {}),
-            ))
+            return list(
+                dask.compute(
+                    *build(),
+                    scheduler=scheduler,
+                    callbacks=[(None, None, pretask, None, None)],
+                    **({"pool": pool} if pool is not None else {}),
+                )
+            )
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
@@ -188,6 +193,7 @@ class DaskEngine:
 
     def head(self, n: int) -> Job[Head]:
         """The first rows of the first partition only (fewer when it is short): one partition's work."""
+
         def build() -> list[Any]:
             # One delayed task, so no finalize step follows it: once its partition is being made, a
             # cancel cannot stop it, and its rows arrive late rather than not at all (summarize.py).

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from agentik_jupyter.engines.base import Head, Job, StatsResult, first_rows_sample, stats_from_row
 from agentik_jupyter.engines.limits import SAMPLE_ROWS

@@ -12,7 +12,14 @@ import math
 from typing import Any
 
 from agentik_jupyter.engines.base import ColumnStats, Head, Summary
-from agentik_jupyter.engines.limits import BUDGET_CHARS, COLUMNS_CHARS, HEAD_CELL_CHARS, HEAD_CHARS, NAMES_CHARS, STATS_CHARS
+from agentik_jupyter.engines.limits import (
+    BUDGET_CHARS,
+    COLUMNS_CHARS,
+    HEAD_CELL_CHARS,
+    HEAD_CHARS,
+    NAMES_CHARS,
+    STATS_CHARS,
+)
 
 
 def cut(text: str, limit: int) -> str:
@@ -56,7 +63,9 @@ def _stats_text(stats: ColumnStats | None, rows: int) -> str:
         return ""
     parts: list[str] = []
     if stats.nulls is not None:
-        parts.append("no nulls" if stats.nulls == 0 else f"{stats.nulls:,} nulls ({100 * stats.nulls / max(rows, 1):.1f}%)")
+        parts.append(
+            "no nulls" if stats.nulls == 0 else f"{stats.nulls:,} nulls ({100 * stats.nulls / max(rows, 1):.1f}%)"
+        )
     if stats.min is not None or stats.max is not None:
         parts.append(f"min {number(stats.min)}, max {number(stats.max)}")
     if stats.mean is not None:

@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import difflib
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from agentik_jupyter.engines.base import Engine, Job, OverBudget, Summary, release_freed_memory, run_bounded
-from agentik_jupyter.engines.limits import COUNT_SHARE, FULL_STATS_SHARE, HEAD_ROWS, HEAD_SHARE, MAX_COLUMNS, SAMPLE_SHARE
+from agentik_jupyter.engines.limits import (
+    COUNT_SHARE,
+    FULL_STATS_SHARE,
+    HEAD_ROWS,
+    HEAD_SHARE,
+    MAX_COLUMNS,
+    SAMPLE_SHARE,
+)
 from agentik_jupyter.engines.render import render
 
 T = TypeVar("T")

@@ -11,15 +11,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentik_jupyter.core import mainloop
+from agentik_jupyter.core.session import Session
+from agentik_jupyter.core.transport import default_transport
 from agentik_jupyter.ids import check_session_id
+from agentik_jupyter.kernel import interrupt
 from agentik_jupyter.notebook.mentions import expand_mentions, suggest_names
 from agentik_jupyter.persistence import AsyncSessionDB, ConversationInfo, DBLocation, locate_db
 from agentik_jupyter.tools.registry import ToolRegistry, default_registry
-from agentik_jupyter.core.session import Session
-from agentik_jupyter.core.transport import default_transport
 from agentik_jupyter.types import AgentContext
-from agentik_jupyter.kernel import interrupt
-from agentik_jupyter.core import mainloop
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +28,21 @@ class KernelAgent:
     """One per IPython shell: `get_agent(shell)` creates or returns it."""
 
     def __init__(self, shell: Any) -> None:
-        from agentik_jupyter.tools.approval import ApprovalGate
         from agentik_jupyter.notebook.instructions import finder_for
         from agentik_jupyter.notebook.tools import register_notebook_tools
+        from agentik_jupyter.tools.approval import ApprovalGate
         from agentik_jupyter.tools.context import register_context_tools
 
         self.shell = shell
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
-        register_notebook_tools(self.registry, shell, lambda: self.location.notebook_path,
-                                approve=lambda call, definition: self.gate(call, definition))
+        register_notebook_tools(
+            self.registry,
+            shell,
+            lambda: self.location.notebook_path,
+            approve=lambda call, definition: self.gate(call, definition),
+        )
         self.instructions = finder_for(self.location.notebook_path)
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
@@ -48,10 +52,12 @@ class KernelAgent:
         self._saved: Session | None = None  # the saved session while `--temp` turns run
         loop = mainloop.capture()
         if loop is not None:
-            interrupt.install(getattr(shell, "kernel", None), self._running_turn, self._mark_interrupted, self.interrupt, loop)
+            interrupt.install(
+                getattr(shell, "kernel", None), self._running_turn, self._mark_interrupted, self.interrupt, loop
+            )
 
     def _conversation_scope(self) -> str:
-        """"Always" answers belong to the current conversation (a temporary one by its object)."""
+        """ "Always" answers belong to the current conversation (a temporary one by its object)."""
         session = self.session
         if session is None:
             return ""
@@ -96,9 +102,7 @@ class KernelAgent:
                 self._needs_resume = True
         return self.session
 
-    async def prepare(
-        self, session: Session, *, new: bool = False, session_id: str | None = None
-    ) -> None:
+    async def prepare(self, session: Session, *, new: bool = False, session_id: str | None = None) -> None:
         """Run inside the turn: open the file, then continue, switch or start a conversation.
 
         After a kernel restart the first turn continues the notebook's latest session.

@@ -23,10 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
 from agentik_jupyter.core import mainloop
+from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,8 @@ Action = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    from agentik_jupyter.persistence import ConversationNotFoundError
     from agentik_jupyter.kernel.agent import get_agent
+    from agentik_jupyter.persistence import ConversationNotFoundError
 
     wanted = data.get("id")
     if not is_session_id(wanted):
@@ -62,8 +63,8 @@ async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    from agentik_jupyter.kernel.commands.fix import fix_command
     from agentik_jupyter.kernel.agent import get_agent
+    from agentik_jupyter.kernel.commands.fix import fix_command
 
     cell_id = data.get("cell_id")
     if not isinstance(cell_id, str) or CELL_ID.fullmatch(cell_id) is None:

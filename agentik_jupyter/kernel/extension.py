@@ -11,9 +11,9 @@ import atexit
 import re
 from typing import Any
 
-from agentik_jupyter.notebook import fix as failures
 from agentik_jupyter.kernel import control
 from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics
+from agentik_jupyter.notebook import fix as failures
 
 _CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
 _LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")

@@ -17,14 +17,20 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 from agentik_jupyter.tools.interruptible import lands_in_tool_code
 
 
-def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None], mark: Callable[[], None],
-            stop: Callable[[], None], loop: asyncio.AbstractEventLoop) -> bool:
+def install(
+    kernel: Any,
+    running_turn: Callable[[], asyncio.Future[Any] | None],
+    mark: Callable[[], None],
+    stop: Callable[[], None],
+    loop: asyncio.AbstractEventLoop,
+) -> bool:
     """Take SIGINT while the kernel would ignore it; True if the handler is in place.
 
     During a cell ipykernel has its own handler in place and restores the idle one
@@ -52,4 +58,3 @@ def install(kernel: Any, running_turn: Callable[[], asyncio.Future[Any] | None],
     else:
         signal.signal(signal.SIGINT, on_sigint)
     return True
-

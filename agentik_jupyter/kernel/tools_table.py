@@ -16,19 +16,24 @@ from agentik_jupyter.tools.approval import ApprovalGate, ToolInfo, describe_tool
 from agentik_jupyter.tools.registry import ToolRegistry
 
 TABLE_STYLE = "border-collapse:collapse;table-layout:auto;margin:0;text-align:left"
-CELL_STYLE = ("text-align:left;vertical-align:top;padding:1px 12px 1px 0;white-space:normal;"
-              "overflow-wrap:normal;word-break:normal")
+CELL_STYLE = (
+    "text-align:left;vertical-align:top;padding:1px 12px 1px 0;white-space:normal;"
+    "overflow-wrap:normal;word-break:normal"
+)
 NAME_STYLE = CELL_STYLE.replace("white-space:normal", "white-space:nowrap")
-DESCRIPTION_STYLE = CELL_STYLE.replace("padding:1px 12px 1px 0", "padding:0 0 4px 1.5em") + \
-    ";color:var(--jp-ui-font-color2, #616161)"
+DESCRIPTION_STYLE = (
+    CELL_STYLE.replace("padding:1px 12px 1px 0", "padding:0 0 4px 1.5em") + ";color:var(--jp-ui-font-color2, #616161)"
+)
 
 
 def _row(info: ToolInfo) -> str:
     """The tool's name, policy and source on one row, its description on the row below: the table
     is never wider than a name and a policy, so a narrow window wraps it between words."""
-    return (f'<tr><td style="{NAME_STYLE}"><code>{escape(info.name)}</code></td>'
-            f'<td style="{CELL_STYLE}">{escape(info.policy)}</td><td style="{NAME_STYLE}">{escape(info.source)}</td></tr>'
-            f'<tr><td colspan="3" style="{DESCRIPTION_STYLE}">{escape(info.description)}</td></tr>')
+    return (
+        f'<tr><td style="{NAME_STYLE}"><code>{escape(info.name)}</code></td>'
+        f'<td style="{CELL_STYLE}">{escape(info.policy)}</td><td style="{NAME_STYLE}">{escape(info.source)}</td></tr>'
+        f'<tr><td colspan="3" style="{DESCRIPTION_STYLE}">{escape(info.description)}</td></tr>'
+    )
 
 
 def tools_html(registry: ToolRegistry, gate: ApprovalGate | None = None) -> str:
@@ -38,8 +43,10 @@ def tools_html(registry: ToolRegistry, gate: ApprovalGate | None = None) -> str:
         return "<p>No tools are registered.</p>"
     head = "".join(f'<th style="{NAME_STYLE}">{name}</th>' for name in ("tool", "policy", "source"))
     body = "".join(_row(info) for info in rows)
-    return (f'<table class="agentik-tools" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    return (
+        f'<table class="agentik-tools" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 class ToolsListing:
@@ -50,8 +57,7 @@ class ToolsListing:
         self.gate = gate
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {"text/plain": format_tools(self.registry, self.gate),
-                "text/html": tools_html(self.registry, self.gate)}
+        return {"text/plain": format_tools(self.registry, self.gate), "text/html": tools_html(self.registry, self.gate)}
 
 
 def show_tools(registry: ToolRegistry, gate: ApprovalGate | None = None) -> None:

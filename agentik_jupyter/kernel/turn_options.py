@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 from dataclasses import dataclass
+
 from agentik_jupyter.errors import OptionsError
 
 USAGE = "%%agent [--wait] [--new] [--temp] [--session ID] [--model NAME]"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options
-from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.notebook.cells import CellAnchor, anchored, asking_cell_id
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets import TurnView

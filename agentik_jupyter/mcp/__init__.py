@@ -7,11 +7,20 @@ A configured server without the SDK fails with the install hint instead.
 
 from __future__ import annotations
 
+from agentik_jupyter.errors import MCPConfigError, MCPServerError, MCPToolError
 from agentik_jupyter.mcp.client import MCPManager, ServerStatus
-from agentik_jupyter.mcp.config import CONFIG_ENV, HttpServerConfig, MCPConfig, ServerConfig, StdioServerConfig, discover_config, find_config_path, load_config, parse_config
-from agentik_jupyter.errors import MCPConfigError
+from agentik_jupyter.mcp.config import (
+    CONFIG_ENV,
+    HttpServerConfig,
+    MCPConfig,
+    ServerConfig,
+    StdioServerConfig,
+    discover_config,
+    find_config_path,
+    load_config,
+    parse_config,
+)
 from agentik_jupyter.mcp.connection import MCPNotInstalledError, ServerState
-from agentik_jupyter.errors import MCPServerError, MCPToolError
 from agentik_jupyter.mcp.schema import output_from_content, parameters_from_schema, tool_name
 
 __all__ = [

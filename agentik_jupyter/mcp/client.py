@@ -23,16 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentik_jupyter.tools.registry import ToolRegistry
-from agentik_jupyter.security.trust import TrustStore
-from agentik_jupyter.types import ApprovalPolicy
-from agentik_jupyter.mcp.config import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, HttpServerConfig, MCPConfig, ServerConfig, StdioServerConfig, find_config_path, parse_config
-from agentik_jupyter.errors import MCPConfigError
+from agentik_jupyter.errors import MCPConfigError, MCPServerError, MCPToolError
+from agentik_jupyter.mcp.config import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT,
+    HttpServerConfig,
+    MCPConfig,
+    ServerConfig,
+    StdioServerConfig,
+    find_config_path,
+    parse_config,
+)
 from agentik_jupyter.mcp.connection import INSTALL_HINT, ServerConnection, ServerState
-from agentik_jupyter.errors import MCPServerError, MCPToolError
 from agentik_jupyter.mcp.processes import kill_groups
 from agentik_jupyter.mcp.project import ProjectFile, read_project_file
 from agentik_jupyter.mcp.tools import ToolPublisher
+from agentik_jupyter.security.trust import TrustStore
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import ApprovalPolicy
 
 log = logging.getLogger(__name__)
 
@@ -406,9 +414,7 @@ class MCPManager:
         pending = self.pending_trust
         if pending is not None:
             why = f"{pending.path} is not trusted; nothing was started (%agent mcp trust)"
-            statuses += [
-                ServerStatus(s.name, "untrusted", s.transport, "ask", why) for s in pending.servers
-            ]
+            statuses += [ServerStatus(s.name, "untrusted", s.transport, "ask", why) for s in pending.servers]
         return statuses
 
     def pop_notices(self) -> list[str]:

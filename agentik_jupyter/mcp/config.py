@@ -25,13 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
-
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from agentik_jupyter.types import ApprovalPolicy
 from agentik_jupyter.errors import MCPConfigError
+from agentik_jupyter.types import ApprovalPolicy
 
 CONFIG_ENV = "AGENTIK_MCP_CONFIG"
 CONFIG_NAME = "mcp.json"
@@ -134,9 +133,7 @@ def expand(text: str, environ: Mapping[str, str], used: dict[str, str] | None = 
     return _VAR.sub(one, text)
 
 
-def _expand_tree(
-    value: Any, environ: Mapping[str, str], where: str, problems: list[str], used: dict[str, str]
-) -> Any:
+def _expand_tree(value: Any, environ: Mapping[str, str], where: str, problems: list[str], used: dict[str, str]) -> Any:
     if isinstance(value, str):
         try:
             return expand(value, environ, used)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from agentik_jupyter.types import ApprovalPolicy
+from agentik_jupyter.errors import AgentikError, MCPRedirectError, MCPServerError
 from agentik_jupyter.mcp.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
@@ -30,8 +30,7 @@ from agentik_jupyter.mcp.config import (
     ServerConfig,
     StdioServerConfig,
 )
-from agentik_jupyter.errors import MCPRedirectError
-from agentik_jupyter.errors import AgentikError, MCPServerError
+from agentik_jupyter.types import ApprovalPolicy
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -150,7 +149,7 @@ class ServerConnection:
         self._inbox.put_nowait(_Call(tool, args, limit, future))
         try:
             return await asyncio.wait_for(future, limit + 2.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise MCPServerError(
                 f"MCP tool '{tool}' on server '{self.name}' did not answer within {limit:g} s"
             ) from None
@@ -167,7 +166,7 @@ class ServerConnection:
             self._scope.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(task), STOP_GRACE)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             task.cancel()
             await asyncio.wait({task}, timeout=2.0)
         except asyncio.CancelledError:

@@ -12,6 +12,7 @@ never its path, query or userinfo.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
 from agentik_jupyter.errors import MCPRedirectError
 
 if TYPE_CHECKING:

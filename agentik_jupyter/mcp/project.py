@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentik_jupyter.errors import MCPConfigError
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.trust import TrustStore, digest, is_user_file, launch_env_warning
-from agentik_jupyter.errors import MCPConfigError
 
 _VAR_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 
@@ -99,7 +99,7 @@ def shown_value(name: str, value: Any) -> str:
     out: list[str] = []
     last = 0
     for found in _VAR_NAME.finditer(text):
-        out.append(_scrubbed(name, text[last:found.start()]))
+        out.append(_scrubbed(name, text[last : found.start()]))
         out.append(found.group(0))
         last = found.end()
     out.append(_scrubbed(name, text[last:]))

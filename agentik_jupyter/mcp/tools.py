@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentik_jupyter.tools.registry import ToolRegistry
-from agentik_jupyter.types import ApprovalPolicy, ToolDefinition
 from agentik_jupyter.errors import MCPToolError
 from agentik_jupyter.mcp.connection import ServerConnection
 from agentik_jupyter.mcp.schema import error_text, output_from_content, parameters_from_schema, tool_name
+from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import ApprovalPolicy, ToolDefinition
 
 
 class ToolPublisher:
@@ -39,8 +39,11 @@ class ToolPublisher:
             origin = f"mcp:{connection.name}:{tool.name}"
             existing = self.registry.get(name)
             if (existing is not None and existing.origin != origin) or name in names:
-                holder = "another of its tools" if existing is None or name in names else (
-                    existing.origin if existing.source == "mcp" else f"the {existing.source} tool")
+                holder = (
+                    "another of its tools"
+                    if existing is None or name in names
+                    else (existing.origin if existing.source == "mcp" else f"the {existing.source} tool")
+                )
                 collisions.append(
                     f"tool '{tool.name}' would be named '{name}', which {holder} already has; "
                     f"'{tool.name}' is not offered (rename one of the servers in mcp.json)"

@@ -21,9 +21,10 @@ labextension/src/cells.ts). `%agent export` comments out proposals the kernel ne
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from agentik_jupyter.errors import NoFrontend
 from agentik_jupyter.notebook.requests import frontend
@@ -85,7 +86,9 @@ async def propose_cell(shell: Any, source: str) -> ToolOutput:
         cell_id = await _insert(source, anchor.cell_id)
         if cell_id is not None:
             anchor.cell_id = cell_id
-            return _output(source, "Inserted a new code cell below the asking cell; the user decides whether to run it.")
+            return _output(
+                source, "Inserted a new code cell below the asking cell; the user decides whether to run it."
+            )
     return _propose_by_payload(shell, source)
 
 

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
 from agentik_jupyter.errors import NotebookReadError
 
 OUTPUT_TEXT_CHARS = 300
@@ -86,9 +87,9 @@ def _jpeg_size(head: bytes) -> tuple[int, int] | None:
     while i + 9 < len(head):
         if head[i] != 0xFF:
             return None
-        marker, length = head[i + 1], struct.unpack(">H", head[i + 2:i + 4])[0]
+        marker, length = head[i + 1], struct.unpack(">H", head[i + 2 : i + 4])[0]
         if marker in (0xC0, 0xC1, 0xC2):
-            h, w = struct.unpack(">HH", head[i + 5:i + 9])
+            h, w = struct.unpack(">HH", head[i + 5 : i + 9])
             return w, h
         i += 2 + length
     return None
@@ -124,13 +125,15 @@ def cells_from_json(nb: dict[str, Any]) -> list[Cell]:
     """Cells of an nbformat-4 document (a saved file or the lab extension's live copy)."""
     cells = []
     for i, raw in enumerate(nb.get("cells") or []):
-        cells.append(Cell(
-            id=str(raw.get("id") or f"cell-{i}"),
-            cell_type=str(raw.get("cell_type", "code")),
-            source=_joined(raw.get("source")),
-            execution_count=raw.get("execution_count"),
-            outputs=list(raw.get("outputs") or []),
-        ))
+        cells.append(
+            Cell(
+                id=str(raw.get("id") or f"cell-{i}"),
+                cell_type=str(raw.get("cell_type", "code")),
+                source=_joined(raw.get("source")),
+                execution_count=raw.get("execution_count"),
+                outputs=list(raw.get("outputs") or []),
+            )
+        )
     return cells
 
 

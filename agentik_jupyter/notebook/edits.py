@@ -13,15 +13,16 @@ direction-changing characters as badges under a warning (security/invisible.py).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
+from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.notebook.document import NotebookDoc, summarize_output
+from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.security import invisible
 from agentik_jupyter.tools.status import waiting_on
 from agentik_jupyter.types import ToolOutput
-from agentik_jupyter.notebook.document import NotebookDoc, summarize_output
-from agentik_jupyter.errors import NoFrontend
-from agentik_jupyter.notebook.requests import frontend
 
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
@@ -29,7 +30,8 @@ ACCEPTED = "The user accepted the edit"  # how every accepted edit's result begi
 
 OUTCOMES = {
     "accepted": ACCEPTED + ": cell {id} now holds the new source (not run).",
-    "accepted_and_run": ACCEPTED + "; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
+    "accepted_and_run": ACCEPTED
+    + "; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
     "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
@@ -55,9 +57,12 @@ def _lines(text: str) -> str:
 
 def unified_diff(old: str, new: str, cell_id: str) -> str:
     lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"cell {cell_id} (now, {_lines(old)})",
+        old.splitlines(),
+        new.splitlines(),
+        f"cell {cell_id} (now, {_lines(old)})",
         f"cell {cell_id} (proposed, {_lines(new)})",
-        n=DIFF_CONTEXT_LINES, lineterm="",
+        n=DIFF_CONTEXT_LINES,
+        lineterm="",
     )
     text = "\n".join(lines)
     return text if len(text) <= DIFF_TEXT_CHARS else text[:DIFF_TEXT_CHARS] + "\n… [diff cut]"
@@ -69,9 +74,12 @@ def diff_html(diff: str) -> str:
     for line in diff.splitlines():
         colour = "#e6ffec" if line.startswith("+") else "#ffebe9" if line.startswith("-") else "transparent"
         rows.append(f'<div style="background:{colour}">{invisible.escape_visible(line) or "&nbsp;"}</div>')
-    return (invisible.warning_html(diff, "This change")
-            + '<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
-            + "".join(rows) + "</div>")
+    return (
+        invisible.warning_html(diff, "This change")
+        + '<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
+        + "".join(rows)
+        + "</div>"
+    )
 
 
 def _display(diff: str) -> dict[str, str]:
@@ -108,7 +116,10 @@ def _say_where(shown: dict[str, Any]) -> None:
 
 
 async def propose_change(
-    ledger: ReadLedger, cell_id: str, new_source: str | None, decision_timeout: float | None,
+    ledger: ReadLedger,
+    cell_id: str,
+    new_source: str | None,
+    decision_timeout: float | None,
     after_run: AfterRun | None = None,
 ) -> ToolOutput:
     """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome.
@@ -124,18 +135,29 @@ async def propose_change(
         raise ValueError(f"the proposed source is the same as cell {cell_id!r}'s current source")
     diff = unified_diff(old, new, cell_id)
     try:
-        reply = await frontend.ask(action, decision_timeout, on_shown=_say_where, cell_id=cell_id,
-                                   expected_source=old, new_source=new, in_request=in_request())
+        reply = await frontend.ask(
+            action,
+            decision_timeout,
+            on_shown=_say_where,
+            cell_id=cell_id,
+            expected_source=old,
+            new_source=new,
+            in_request=in_request(),
+        )
     except NoFrontend:
         how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
         return ToolOutput(
-            text=(f"Not applied: this frontend has no agentik notebook extension, so the change to cell {cell_id} "
-                  f"is shown to the user as a diff in the tool card; they can {how} by hand. Diff:\n{diff}"),
+            text=(
+                f"Not applied: this frontend has no agentik notebook extension, so the change to cell {cell_id} "
+                f"is shown to the user as a diff in the tool card; they can {how} by hand. Diff:\n{diff}"
+            ),
             display=_display(diff),
         )
     except TimeoutError:
-        return ToolOutput(text=f"The user did not decide on the change to cell {cell_id} in time; it was not applied.",
-                          display=_display(diff))
+        return ToolOutput(
+            text=f"The user did not decide on the change to cell {cell_id} in time; it was not applied.",
+            display=_display(diff),
+        )
     finally:
         waiting_on(None)
     status = str(reply.get("status"))

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from agentik_jupyter.notebook.cells import PROPOSAL_LINE
+from agentik_jupyter.notebook.edits import ACCEPTED
 from agentik_jupyter.persistence import AuditEntry
 from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
-from agentik_jupyter.notebook.edits import ACCEPTED
 
 EXPORTED_TOOL = "run_code"
 INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (kernel/cells.py)
@@ -84,7 +85,8 @@ class InputBlocks:
     @cached_property
     def blocks(self) -> list[list[str]]:
         return [
-            _code_lines(text) for text in self._inputs
+            _code_lines(text)
+            for text in self._inputs
             if isinstance(text, str) and not text.lstrip().startswith(("%agent", "%%agent"))
         ]
 
@@ -101,7 +103,7 @@ class InputBlocks:
         wanted = _code_lines(source)
         if not wanted:
             return False
-        return any(self.blocks[b][i:i + len(wanted)] == wanted for b, i in self._starts.get(wanted[0], ()))
+        return any(self.blocks[b][i : i + len(wanted)] == wanted for b, i in self._starts.get(wanted[0], ()))
 
 
 def ran_in(source: str, inputs: Sequence[str]) -> bool:
@@ -164,9 +166,13 @@ def build_export(entries: list[AuditEntry], title: str, inputs: Sequence[str] = 
             if cell is not None and cell[0].strip():
                 runs.append((entry.turn_id, cell[0].rstrip()))
                 export.unrun += int(cell[1])
-    export.cells.append(_markdown(f"# {title}\n\nThe code the agent ran in this session, the edits you accepted and "
-                                  "the cells it proposed, in order (exported by `%agent export`). A proposed cell "
-                                  "this kernel never ran is commented out: read it before you uncomment it."))
+    export.cells.append(
+        _markdown(
+            f"# {title}\n\nThe code the agent ran in this session, the edits you accepted and "
+            "the cells it proposed, in order (exported by `%agent export`). A proposed cell "
+            "this kernel never ran is commented out: read it before you uncomment it."
+        )
+    )
     shown_turn: str | None = None
     for turn_id, code in runs:
         if turn_id != shown_turn and turn_id in questions:
@@ -244,8 +250,10 @@ async def export_command(agent: Any, args: list[str]) -> None:
     title = info.title or f"Agent session {conversation_id}"
     export = build_export(await all_entries(db, conversation_id), title, kernel_inputs(agent.shell))
     if export.code_cells == 0:
-        print(f"agentik: session {conversation_id} has no code, accepted edit or proposed cell to export"
-              + (f" ({export.skipped} denied or failed run(s))." if export.skipped else "."))
+        print(
+            f"agentik: session {conversation_id} has no code, accepted edit or proposed cell to export"
+            + (f" ({export.skipped} denied or failed run(s))." if export.skipped else ".")
+        )
         return
     try:
         path = export_path(agent.location.notebook_path, args[0] if args else None, Path.cwd())

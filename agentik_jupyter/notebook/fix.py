@@ -19,7 +19,6 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-
 TRACEBACK_CHARS = 3_000
 QUESTION_ERROR_CHARS = 200
 HEADER = "Attached by %agent fix (the failed cell, as the kernel saw it):"
@@ -48,10 +47,12 @@ def _cell_id(shell: Any) -> str | None:
 
 def _traceback_text(error: BaseException) -> str:
     """The exception's traceback without IPython's own frames, the end kept when it is long."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.endswith(_IPYTHON_RUNNER)]
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
-             *traceback.format_exception_only(type(error), error)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.endswith(_IPYTHON_RUNNER)]
+    lines = [
+        "Traceback (most recent call last):\n",
+        *traceback.format_list(frames),
+        *traceback.format_exception_only(type(error), error),
+    ]
     text = "".join(lines)
     return text if len(text) <= TRACEBACK_CHARS else "…" + text[-TRACEBACK_CHARS:]
 
@@ -159,5 +160,3 @@ def fix_prompt(failure: Failure, user_ns: dict[str, Any]) -> str:
         steps[1] = "This frontend does not say which cell failed: propose the corrected code with insert_cell."
     parts.append("\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1)))
     return "\n\n".join(parts)
-
-

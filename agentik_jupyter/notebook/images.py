@@ -7,11 +7,12 @@ through tools/images.py (as `get_cell_history(images=True)` sends the figures it
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from agentik_jupyter.notebook.document import Cell, _joined
 from agentik_jupyter.tools.images import FoundImage
 from agentik_jupyter.tools.vision import RASTER_TYPES
-from agentik_jupyter.notebook.document import Cell, _joined
 
 NOTE_CHARS = 200
 

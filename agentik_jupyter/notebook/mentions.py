@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from agentik_jupyter.notebook.attachments import take
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolOutput
-from agentik_jupyter.notebook.attachments import take
 
 MAX_MENTIONS = 5
 MENTION_BUDGET_CHARS = 6_000

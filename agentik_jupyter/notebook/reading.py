@@ -33,7 +33,9 @@ def _cell_block(index: int, cell: Cell, source_chars: int, output_chars: int) ->
     head = f"[{index}] id={cell.id} {cell.cell_type}{count}"
     source = cell.source.rstrip()
     if len(source) > source_chars:
-        source = source[:source_chars] + f"\n… [{len(source) - source_chars} more chars: read_notebook(cell_id={cell.id!r})]"
+        source = (
+            source[:source_chars] + f"\n… [{len(source) - source_chars} more chars: read_notebook(cell_id={cell.id!r})]"
+        )
     lines = [head, source or "(empty)"]
     if cell.cell_type == "code":
         lines.extend(f"  -> {s}" for s in cell.output_summaries(output_chars))
@@ -79,5 +81,5 @@ def cell_range(doc: NotebookDoc, start: int, end: int | None) -> str:
     stop = last if end is None else min(end, last)
     if start < 0 or start > stop:
         raise IndexError(f"no cells in range {start}..{end}: the notebook has {len(doc.cells)} cells (0-{last})")
-    part = NotebookDoc(path=doc.path, origin=doc.origin, cells=doc.cells[start:stop + 1])
+    part = NotebookDoc(path=doc.path, origin=doc.origin, cells=doc.cells[start : stop + 1])
     return overview(part, FULL_BUDGET_CHARS, offset=start)

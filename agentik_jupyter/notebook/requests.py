@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
+
 from agentik_jupyter.errors import NoFrontend
 
 REQUEST_TARGET = "agentik.notebook"
@@ -49,8 +51,13 @@ class FrontendNotebook:
     def known_missing(self) -> bool:
         return time.monotonic() < self._missing_until
 
-    async def ask(self, action: str, decision_timeout: float | None = None,
-                  on_shown: Callable[[dict[str, Any]], None] | None = None, **data: Any) -> dict[str, Any]:
+    async def ask(
+        self,
+        action: str,
+        decision_timeout: float | None = None,
+        on_shown: Callable[[dict[str, Any]], None] | None = None,
+        **data: Any,
+    ) -> dict[str, Any]:
         """Send a request; the extension's final `result` reply (after `shown`, if any, given to `on_shown`).
 
         Raises NoFrontend when nothing answers in time, and TimeoutError when a shown
@@ -68,8 +75,11 @@ class FrontendNotebook:
         request_id = uuid.uuid4().hex
         pending = self._pending[request_id] = _Pending(asyncio.get_running_loop())
         comm = create_comm(target_name=REQUEST_TARGET, data={"action": action, "request_id": request_id, **data})
-        comm.on_close(lambda _msg: pending.loop.call_soon_threadsafe(
-            pending.loop.call_later, CLOSED_GRACE_S, pending.replies.put_nowait, None))
+        comm.on_close(
+            lambda _msg: pending.loop.call_soon_threadsafe(
+                pending.loop.call_later, CLOSED_GRACE_S, pending.replies.put_nowait, None
+            )
+        )
         try:
             first = await self._next(pending, REPLY_TIMEOUT_S)
             if first is None:
@@ -93,7 +103,7 @@ class FrontendNotebook:
         while True:
             try:
                 reply = await asyncio.wait_for(pending.replies.get(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return None
             if reply is not None or not allow_close:
                 return reply  # a close after `shown` is expected: only the decision counts

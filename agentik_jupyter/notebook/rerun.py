@@ -64,7 +64,7 @@ def dependents(cells: list[Cell], index: int) -> tuple[list[Cell], set[str]]:
     defined = assigned(fixed)
     found: list[Cell] = []
     linked: set[str] = set()
-    for cell in cells[index + 1:]:
+    for cell in cells[index + 1 :]:
         if cell.cell_type != "code" or cell.source.lstrip().startswith(_AGENT):
             continue
         tree = _tree(cell.source)
@@ -90,14 +90,20 @@ def rerun_report(reply: dict[str, Any], asked: list[str]) -> str:
         cell_id, status = entry.get("cell_id"), entry.get("status")
         outputs = [o for o in entry.get("outputs") or [] if isinstance(o, dict)]
         if status == "queued":
-            lines.append(f"- cell {cell_id}: queued to run after the asking cell (read_notebook shows its outputs then)")
+            lines.append(
+                f"- cell {cell_id}: queued to run after the asking cell (read_notebook shows its outputs then)"
+            )
             continue
         if status in ("missing", "not_code"):
-            lines.append(f"- cell {cell_id}: not run ({'no such cell any more' if status == 'missing' else 'not a code cell'})")
+            lines.append(
+                f"- cell {cell_id}: not run ({'no such cell any more' if status == 'missing' else 'not a code cell'})"
+            )
             continue
         failed = status == "failed" or any(o.get("output_type") == "error" for o in outputs)
         lines.append(f"- cell {cell_id}: {'it fails' if failed else 'ran without an error'}")
         lines.extend(f"    -> {summarize_output(o)}" for o in outputs)
     if len(asked) > len(cells):
-        lines.append(f"- the other {len(asked) - len(cells)} cell(s) were not run: the run stopped at the first failure")
+        lines.append(
+            f"- the other {len(asked) - len(cells)} cell(s) were not run: the run stopped at the first failure"
+        )
     return "\n".join(lines) if lines else "- nothing was run"

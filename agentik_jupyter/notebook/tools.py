@@ -10,21 +10,21 @@ need no approval card of their own. `run_cells` re-runs existing cells (policy a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
+from agentik_jupyter.errors import NoFrontend, NotebookReadError
 from agentik_jupyter.notebook.cells import propose_cell
+from agentik_jupyter.notebook.document import NotebookDoc, cells_from_json, load_saved
+from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
+from agentik_jupyter.notebook.images import output_images
+from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
+from agentik_jupyter.notebook.requests import frontend
+from agentik_jupyter.notebook.rerun import dependents, rerun_report
+from agentik_jupyter.tools.images import with_images
 from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
-from agentik_jupyter.notebook.document import NotebookDoc, cells_from_json, load_saved
-from agentik_jupyter.errors import NotebookReadError
-from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
-from agentik_jupyter.errors import NoFrontend
-from agentik_jupyter.notebook.requests import frontend
-from agentik_jupyter.notebook.images import output_images
-from agentik_jupyter.tools.images import with_images
-from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
-from agentik_jupyter.notebook.rerun import dependents, rerun_report
 
 NotebookPath = Callable[[], "Path | None"]
 Approve = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
@@ -38,8 +38,11 @@ async def load_notebook(notebook_path: NotebookPath) -> NotebookDoc:
     except NoFrontend:
         reply = None
     if reply is not None and reply.get("status") == "ok":
-        return NotebookDoc(path=str(reply.get("path") or path or ""), origin="live",
-                           cells=cells_from_json({"cells": reply.get("cells") or []}))
+        return NotebookDoc(
+            path=str(reply.get("path") or path or ""),
+            origin="live",
+            cells=cells_from_json({"cells": reply.get("cells") or []}),
+        )
     if path is None:
         raise NotebookReadError(
             "this kernel does not know its notebook (a console or plain IPython); "
@@ -103,8 +106,11 @@ def make_notebook_tools(
             return "No later cell uses what it defines, so nothing else needed re-running."
         ids = [c.id for c in cells]
         what = f"Later cells that use what it defines ({', '.join(sorted(names))}): {', '.join(ids)}."
-        call = ToolCall(id=new_id("call_"), name="run_cells",
-                        args={"cell_ids": ids, "reason": f"re-run after the fix of cell {cell_id}"})
+        call = ToolCall(
+            id=new_id("call_"),
+            name="run_cells",
+            args={"cell_ids": ids, "reason": f"re-run after the fix of cell {cell_id}"},
+        )
         current = registry.get("run_cells") if registry is not None else None
         definition = current if current is not None and current.source == "builtin" else rerun_tool[0]
         if not await _allowed(definition, call, approve):
@@ -136,7 +142,7 @@ def make_notebook_tools(
             ledger.record(doc, only=cells[0].id)
         elif start is not None or end is not None:
             text = cell_range(doc, start or 0, end)
-            cells = doc.cells[start or 0:None if end is None else end + 1]
+            cells = doc.cells[start or 0 : None if end is None else end + 1]
             ledger.record(doc)
         else:
             text = overview(doc)
@@ -178,8 +184,10 @@ def make_notebook_tools(
         try:
             text = await _run_cells([str(c) for c in cell_ids])
         except NoFrontend:
-            raise RuntimeError("cells can only be re-run in JupyterLab or Notebook 7 with the agentik extension; "
-                               "ask the user to re-run them") from None
+            raise RuntimeError(
+                "cells can only be re-run in JupyterLab or Notebook 7 with the agentik extension; "
+                "ask the user to re-run them"
+            ) from None
         return ToolOutput(text=text, display={"text/plain": text})
 
     proposals = (read_notebook, edit_cell, delete_cell)  # a read, and changes the user accepts on the cell

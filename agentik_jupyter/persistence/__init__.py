@@ -4,9 +4,25 @@
 event loop) read and write it, ``context_budget`` says how much working memory to send.
 """
 
+from agentik_jupyter.errors import (
+    ConversationNotFoundError,
+    DatabaseBusyError,
+    NotASessionDBError,
+    SchemaVersionError,
+    SessionDBError,
+    TemporaryConversationError,
+    TurnNotFoundError,
+    TurnStateError,
+    WorkingMemoryError,
+)
 from agentik_jupyter.persistence.async_session import AsyncSessionDB
-from agentik_jupyter.persistence.budget import CONTEXT_TOKENS_ENV, TokenEstimator, context_budget, context_window, estimate_tokens
-from agentik_jupyter.errors import ConversationNotFoundError, DatabaseBusyError, NotASessionDBError, SchemaVersionError, SessionDBError, TemporaryConversationError, TurnNotFoundError, TurnStateError, WorkingMemoryError
+from agentik_jupyter.persistence.budget import (
+    CONTEXT_TOKENS_ENV,
+    TokenEstimator,
+    context_budget,
+    context_window,
+    estimate_tokens,
+)
 from agentik_jupyter.persistence.models import AuditEntry, AuditPage, AuditRef, ConversationInfo
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db

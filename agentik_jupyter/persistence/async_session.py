@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentik_jupyter.types import ChatMessage, PersistedMessage, UserMessage
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
 from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_MESSAGE, SessionDB
+from agentik_jupyter.types import ChatMessage, PersistedMessage, UserMessage
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -226,7 +226,9 @@ class AsyncSessionDB:
     async def audit_log(
         self, conversation_id: str, limit: int = 50, before_seq: int | None = None, *, whole_turns: bool = False
     ) -> AuditPage:
-        return await self._call(functools.partial(self.db.audit_log, whole_turns=whole_turns), conversation_id, limit, before_seq)
+        return await self._call(
+            functools.partial(self.db.audit_log, whole_turns=whole_turns), conversation_id, limit, before_seq
+        )
 
     async def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
         return await self._call(self.db.working_memory, conversation_id, budget_tokens)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 from agentik_jupyter.errors import NotASessionDBError, SessionDBError
 
 
@@ -15,5 +16,3 @@ def open_error(path: Path, exc: Exception) -> SessionDBError:
         f"cannot open the sessions file {path} ({exc}); if its folder is read-only, "
         "set AGENTIK_DB_PATH to a writable location"
     )
-
-

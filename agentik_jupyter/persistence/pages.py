@@ -11,8 +11,8 @@ import sqlite3
 
 from pydantic import TypeAdapter
 
-from agentik_jupyter.types import PersistedMessage
 from agentik_jupyter.persistence.models import AuditEntry, AuditPage
+from agentik_jupyter.types import PersistedMessage
 
 _RECORD = TypeAdapter(PersistedMessage)
 _SELECT = "SELECT seq, turn_id, created_at, payload_json FROM message WHERE conversation_id = ?"
@@ -20,27 +20,40 @@ _NEWEST = 2**62
 
 
 def read_page(
-    conn: sqlite3.Connection, conversation_id: str, limit: int, before_seq: int | None = None,
-    *, whole_turns: bool = False,
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    limit: int,
+    before_seq: int | None = None,
+    *,
+    whole_turns: bool = False,
 ) -> AuditPage:
     """The newest ``limit`` rows before ``before_seq`` (all if None), oldest first; with
     ``whole_turns`` also the earlier rows of the page's first turn."""
     if limit <= 0:
         raise ValueError("limit must be positive")
     bound = before_seq if before_seq is not None else _NEWEST
-    rows = conn.execute(_SELECT + " AND seq < ? ORDER BY seq DESC LIMIT ?", (conversation_id, bound, limit + 1)).fetchall()
+    rows = conn.execute(
+        _SELECT + " AND seq < ? ORDER BY seq DESC LIMIT ?", (conversation_id, bound, limit + 1)
+    ).fetchall()
     more = len(rows) > limit
     rows = list(reversed(rows[:limit]))
     if whole_turns and more and rows:
         first_seq, first_turn = rows[0][0], rows[0][1]
-        rows = conn.execute(
-            _SELECT + " AND seq < ? AND seq >= (SELECT min(seq) FROM message WHERE conversation_id = ? AND turn_id = ?)"
-            " ORDER BY seq",
-            (conversation_id, first_seq, conversation_id, first_turn),
-        ).fetchall() + rows
-        more = conn.execute(
-            "SELECT 1 FROM message WHERE conversation_id = ? AND seq < ? LIMIT 1", (conversation_id, rows[0][0])
-        ).fetchone() is not None
+        rows = (
+            conn.execute(
+                _SELECT
+                + " AND seq < ? AND seq >= (SELECT min(seq) FROM message WHERE conversation_id = ? AND turn_id = ?)"
+                " ORDER BY seq",
+                (conversation_id, first_seq, conversation_id, first_turn),
+            ).fetchall()
+            + rows
+        )
+        more = (
+            conn.execute(
+                "SELECT 1 FROM message WHERE conversation_id = ? AND seq < ? LIMIT 1", (conversation_id, rows[0][0])
+            ).fetchone()
+            is not None
+        )
     entries = [
         AuditEntry(seq=seq, turn_id=turn, created_at=created, record=_RECORD.validate_json(payload))
         for seq, turn, created, payload in rows

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentik_jupyter.types import ChatMessage, ToolCall
 from agentik_jupyter.errors import WorkingMemoryError
+from agentik_jupyter.types import ChatMessage, ToolCall
 
 
 def check_turn(messages: Sequence[ChatMessage]) -> None:

@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
-from agentik_jupyter.ids import is_session_id, valid_id_sql
-from agentik_jupyter.types import PersistedMessage
 from agentik_jupyter.errors import ConversationNotFoundError, NotASessionDBError, SchemaVersionError
+from agentik_jupyter.ids import is_session_id, valid_id_sql
 from agentik_jupyter.persistence.models import AuditEntry, AuditPage, ConversationInfo
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.readonly import exists_with_data, read_only
 from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED, LISTED_AND_HIDDEN
+from agentik_jupyter.types import PersistedMessage
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
@@ -118,7 +118,11 @@ class SessionReader:
         return info
 
     def audit_log(
-        self, conversation_id: str, limit: int = PAGE_SIZE, *, before_seq: int | None = None,
+        self,
+        conversation_id: str,
+        limit: int = PAGE_SIZE,
+        *,
+        before_seq: int | None = None,
         after_seq: int | None = None,
     ) -> AuditPage:
         """A page of one session's audit log, oldest first.

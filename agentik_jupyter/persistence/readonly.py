@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from agentik_jupyter.persistence.connection import DEFAULT_BUSY_TIMEOUT_S, read_snapshot, with_retry
 from agentik_jupyter.errors import NotASessionDBError
+from agentik_jupyter.persistence.connection import DEFAULT_BUSY_TIMEOUT_S, read_snapshot, with_retry
 from agentik_jupyter.persistence.errors import open_error
 from agentik_jupyter.persistence.paths import refuse_symlinks
 
@@ -64,7 +64,10 @@ def _uri(path: Path, immutable: bool) -> str:
 def connect_readonly(path: Path, *, immutable: bool) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(
-            _uri(path, immutable), uri=True, isolation_level=None, check_same_thread=False,
+            _uri(path, immutable),
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
             timeout=DEFAULT_BUSY_TIMEOUT_S,
         )
         conn.execute("PRAGMA query_only = ON")
@@ -86,7 +89,7 @@ def read_only(path: Path, body: Callable[[sqlite3.Connection], T]) -> T:
         immutable = is_wal_file(path) and not side_file(path, "-wal").exists()
         conn = connect_readonly(path, immutable=immutable)
         try:
-            result = with_retry(lambda: read_snapshot(conn, body), what=str(path))
+            result = with_retry(lambda: read_snapshot(conn, body), what=str(path))  # noqa: B023 (called here)
         except sqlite3.DatabaseError as exc:
             if not immutable or _stamp(path) == before:
                 raise open_error(path, exc) from exc

@@ -23,8 +23,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentik_jupyter.ids import valid_id_sql
 from agentik_jupyter.errors import NotASessionDBError, SchemaVersionError
+from agentik_jupyter.ids import valid_id_sql
 from agentik_jupyter.persistence.readonly import exists_with_data, read_only
 
 

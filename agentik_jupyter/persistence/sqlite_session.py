@@ -20,9 +20,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from agentik_jupyter.errors import (
+    ConversationNotFoundError,
+    SessionDBError,
+    TemporaryConversationError,
+    TurnNotFoundError,
+    TurnStateError,
+)
 from agentik_jupyter.ids import is_session_id, valid_id_sql
-from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
 from agentik_jupyter.persistence.budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
 from agentik_jupyter.persistence.connection import (
     DEFAULT_BUSY_TIMEOUT_S,
@@ -32,12 +37,13 @@ from agentik_jupyter.persistence.connection import (
     with_retry,
     write_transaction,
 )
-from agentik_jupyter.errors import ConversationNotFoundError, SessionDBError, TemporaryConversationError, TurnNotFoundError, TurnStateError
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
 from agentik_jupyter.persistence.working import insert_working, is_committed
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
 
 T = TypeVar("T")
 
@@ -122,9 +128,7 @@ class SessionDB:
     def _read(self, body: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             conn = self._require_open()
-            return with_retry(
-                lambda: read_snapshot(conn, body), deadline_s=self._retry_deadline_s, what=str(self.path)
-            )
+            return with_retry(lambda: read_snapshot(conn, body), deadline_s=self._retry_deadline_s, what=str(self.path))
 
     def _conversation_row(self, conn: sqlite3.Connection, conversation_id: str) -> tuple:
         row = None
@@ -250,7 +254,8 @@ class SessionDB:
             insert_working(conn, conversation_id, turn_id, [question])
             if row[1] is None:
                 conn.execute(
-                    "UPDATE conversation SET title = ? WHERE id = ?", (default_title(scrub(user.content)), conversation_id)
+                    "UPDATE conversation SET title = ? WHERE id = ?",
+                    (default_title(scrub(user.content)), conversation_id),
                 )
             self._touch(conn, conversation_id)
             return turn_id

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from agentik_jupyter.errors import TurnStateError
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage, now
-from agentik_jupyter.errors import TurnStateError
 
 # A working-memory row of the turn other than its user message: the turn was committed.
 _COMMITTED = (

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentik_jupyter.types import Usage
 from agentik_jupyter.providers._convert import parse_arguments
 from agentik_jupyter.providers._http import error_from_event
 from agentik_jupyter.providers.base import (
@@ -22,6 +21,7 @@ from agentik_jupyter.providers.base import (
     ToolCallStart,
     UsageDelta,
 )
+from agentik_jupyter.types import Usage
 
 TOOL_BLOCKS = ("tool_use", "server_tool_use")
 

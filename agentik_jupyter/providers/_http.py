@@ -14,15 +14,29 @@ import json
 import random
 import ssl
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import httpx2
 
-from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.errors import (
+    AuthenticationError,
+    BadRequestError,
+    MalformedResponseError,
+    NotFoundError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    RedirectError,
+    ServerError,
+    StreamError,
+)
 from agentik_jupyter.providers import _constants as C
-from agentik_jupyter.errors import AuthenticationError, BadRequestError, MalformedResponseError, NotFoundError, PermissionDeniedError, ProviderConnectionError, ProviderError, ProviderTimeoutError, RateLimitError, RedirectError, ServerError, StreamError
+from agentik_jupyter.security.urls import redact_url
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -220,8 +234,7 @@ def error_from_transport(exc: Exception, url: str, *, in_stream: bool) -> Provid
         )
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderTimeoutError(
-            f"The provider at {url} did not answer in time ({type(exc).__name__}). "
-            "Try again, or use a faster model.",
+            f"The provider at {url} did not answer in time ({type(exc).__name__}). Try again, or use a faster model.",
             in_stream=in_stream,
             status=200 if in_stream else None,
         )
@@ -234,8 +247,7 @@ def error_from_transport(exc: Exception, url: str, *, in_stream: bool) -> Provid
         )
     if isinstance(exc, (httpx2.ConnectError, httpx2.NetworkError, httpx2.RemoteProtocolError)):
         return ProviderConnectionError(
-            f"Could not reach the provider at {url} ({detail}). "
-            "Check LLM_BASE_URL and that the server is running.",
+            f"Could not reach the provider at {url} ({detail}). Check LLM_BASE_URL and that the server is running.",
         )
     return ProviderConnectionError(f"HTTP request to {url} failed ({detail}).")
 

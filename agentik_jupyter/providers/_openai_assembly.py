@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentik_jupyter.types import Usage
 from agentik_jupyter.providers._convert import parse_arguments
 from agentik_jupyter.providers._http import error_from_event
 from agentik_jupyter.providers.base import (
@@ -24,6 +23,7 @@ from agentik_jupyter.providers.base import (
     ToolCallStart,
     UsageDelta,
 )
+from agentik_jupyter.types import Usage
 
 CONTENT_LIST_THINKING = "content[].thinking"
 
@@ -276,9 +276,7 @@ def completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
         message = dict(choice["message"]) if isinstance(choice.get("message"), dict) else {}
         calls = message.get("tool_calls")
         if isinstance(calls, list):
-            message["tool_calls"] = [
-                {**c, "index": i} if isinstance(c, dict) else c for i, c in enumerate(calls)
-            ]
+            message["tool_calls"] = [{**c, "index": i} if isinstance(c, dict) else c for i, c in enumerate(calls)]
         chunk["choices"].append(
             {"index": choice.get("index", 0), "delta": message, "finish_reason": choice.get("finish_reason")}
         )

@@ -17,7 +17,8 @@ a burst (about to end) from one that comes at a model's pace (see `TurnView`).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Protocol, Union
+from collections.abc import AsyncIterator
+from typing import Any, Protocol, Union
 
 import httpx2
 

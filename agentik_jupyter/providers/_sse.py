@@ -9,8 +9,8 @@ the general parser of the WHATWG rules, and both give the same events as httpx2'
 
 from __future__ import annotations
 
-from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.errors import MalformedResponseError
+from agentik_jupyter.providers import _constants as C
 
 Event = tuple[str, str]
 """(event name, data); the name is "message" when the event has none."""

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import codecs
 import json
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx2
 
+from agentik_jupyter.errors import MalformedResponseError, StreamError
 from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._http import error_from_transport
 from agentik_jupyter.providers._sse import SSEDecoder
-from agentik_jupyter.errors import MalformedResponseError, StreamError
 
 
 class AnswerLimit:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentik_jupyter.providers import _constants as C
 
@@ -53,7 +54,7 @@ class TextTemplate:
         end = len(chunk) - len(tail)
         if end < len(head):
             return None
-        middle = chunk[len(head):end]
+        middle = chunk[len(head) : end]
         if b'"' in middle or b"\\" in middle:
             return None
         try:
@@ -103,7 +104,7 @@ class TextTemplate:
         end = len(data) - len(suffix)
         if end < len(prefix):
             return None
-        middle = data[len(prefix):end]
+        middle = data[len(prefix) : end]
         if '"' not in middle and "\\" not in middle and middle.isprintable():
             return middle
         try:
@@ -133,6 +134,9 @@ class TextTemplate:
                 self._prefix, self._suffix = prefix, suffix
                 lines = "\n" in prefix + suffix or "\r" in prefix + suffix  # not one `data:` line
                 self._frame = None if lines else (b"data: " + prefix.encode(), suffix.encode() + b"\n\n")
-                self._frames = None if self._frame is None else re.compile(
-                    re.escape(self._frame[0]) + _LITERAL_BODY + re.escape(self._frame[1]))
+                self._frames = (
+                    None
+                    if self._frame is None
+                    else re.compile(re.escape(self._frame[0]) + _LITERAL_BODY + re.escape(self._frame[1]))
+                )
                 return

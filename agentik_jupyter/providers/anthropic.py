@@ -6,13 +6,12 @@ History conversion and request building live here; event assembly lives in
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
 from pydantic import SecretStr
 
-from agentik_jupyter.security.urls import redact_url
-from agentik_jupyter.types import ChatMessage, ToolSchema
 from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator, message_as_events
 from agentik_jupyter.providers._convert import input_schema, tool_result_text
@@ -21,6 +20,8 @@ from agentik_jupyter.providers._read_ahead import feed_each, read_ahead
 from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from agentik_jupyter.providers.openai_compatible import endpoint_url
+from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.types import ChatMessage, ToolSchema
 
 
 def tool_to_wire(tool: ToolSchema) -> dict[str, Any]:

@@ -6,7 +6,8 @@ The orchestrator consumes `stream()`: a sequence of deltas that ends with one
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Literal, Protocol, Union, runtime_checkable
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, Field
 

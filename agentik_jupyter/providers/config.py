@@ -8,18 +8,19 @@ suggesting they paste a key into a notebook cell that gets saved.
 from __future__ import annotations
 
 import os
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Literal
 
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._http import RetryPolicy, Timeouts
 from agentik_jupyter.providers.anthropic import AnthropicAdapter
 from agentik_jupyter.providers.base import ProviderAdapter
-from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
+from agentik_jupyter.security.urls import redact_url
 
 ProviderName = Literal["openai-compatible", "anthropic"]
 

@@ -7,13 +7,12 @@ Request building and history conversion live here; chunk assembly lives in
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
 from pydantic import SecretStr
 
-from agentik_jupyter.security.urls import redact_url
-from agentik_jupyter.types import ChatMessage, ImagePart, ToolSchema
 from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._convert import input_schema, tool_result_text
 from agentik_jupyter.providers._http import ClientHolder, RetryPolicy, Timeouts, open_response
@@ -22,6 +21,8 @@ from agentik_jupyter.providers._read_ahead import Assembled, feed_each, read_ahe
 from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from agentik_jupyter.providers._text_template import TextTemplate
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
+from agentik_jupyter.security.urls import redact_url
+from agentik_jupyter.types import ChatMessage, ImagePart, ToolSchema
 
 
 def endpoint_url(base_url: str, path: str) -> str:
@@ -76,7 +77,9 @@ def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> li
 
 def images_message(images: list[ImagePart]) -> dict[str, Any]:
     """Chat Completions has no images in `tool` messages: they follow the results as a user message."""
-    parts: list[dict[str, Any]] = [{"type": "text", "text": f"The {len(images)} image(s) the tool results above produced:"}]
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": f"The {len(images)} image(s) the tool results above produced:"}
+    ]
     parts += [{"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}} for i in images]
     return {"role": "user", "content": parts}
 

@@ -14,21 +14,41 @@ import functools
 import html
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 BIDI: dict[int, str] = {
-    0x202A: "LRE", 0x202B: "RLE", 0x202C: "PDF", 0x202D: "LRO", 0x202E: "RLO",
-    0x2066: "LRI", 0x2067: "RLI", 0x2068: "FSI", 0x2069: "PDI",
-    0x200E: "LRM", 0x200F: "RLM", 0x061C: "ALM",
+    0x202A: "LRE",
+    0x202B: "RLE",
+    0x202C: "PDF",
+    0x202D: "LRO",
+    0x202E: "RLO",
+    0x2066: "LRI",
+    0x2067: "RLI",
+    0x2068: "FSI",
+    0x2069: "PDI",
+    0x200E: "LRM",
+    0x200F: "RLM",
+    0x061C: "ALM",
 }
 ZERO_WIDTH: dict[int, str] = {
-    0x200B: "ZWSP", 0x200C: "ZWNJ", 0x200D: "ZWJ", 0x2060: "WJ", 0xFEFF: "BOM",
-    0x034F: "CGJ", 0x180E: "MVS", 0x115F: "HANGUL FILLER", 0x1160: "HANGUL FILLER",
-    0x3164: "HANGUL FILLER", 0xFFA0: "HANGUL FILLER", 0x17B4: "KHMER VOWEL", 0x17B5: "KHMER VOWEL",
+    0x200B: "ZWSP",
+    0x200C: "ZWNJ",
+    0x200D: "ZWJ",
+    0x2060: "WJ",
+    0xFEFF: "BOM",
+    0x034F: "CGJ",
+    0x180E: "MVS",
+    0x115F: "HANGUL FILLER",
+    0x1160: "HANGUL FILLER",
+    0x3164: "HANGUL FILLER",
+    0xFFA0: "HANGUL FILLER",
+    0x17B4: "KHMER VOWEL",
+    0x17B5: "KHMER VOWEL",
 }
 SEPARATORS: dict[int, str] = {0x2028: "LSEP", 0x2029: "PSEP", 0x0085: "NEL"}
-C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB "
-            "CAN EM SUB ESC FS GS RS US").split()
+C0_NAMES = (
+    "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US"
+).split()
 ALLOWED = frozenset("\n\t")
 # Every character `label` may name (and a few more): a C-speed first pass, each match confirmed by
 # `label`. Cf as of Unicode 15.1 (tests/test_invisible_chars.py checks it covers this Python's).
@@ -38,11 +58,15 @@ _CANDIDATES = re.compile(
     r"\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     r"\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
-BADGE_STYLE = ("display:inline-block;padding:0 3px;margin:0 1px;border-radius:3px;font-size:85%;line-height:1.3;"
-               "border:1px solid var(--jp-warn-color0,#e65100);color:var(--jp-warn-color0,#e65100);"
-               "background:var(--jp-layout-color2,#eee);white-space:nowrap")
-WARNING_STYLE = ("padding:2px 6px;margin:2px 0;line-height:1.4;border-left:3px solid var(--jp-warn-color0,#e65100);"
-                 "background:var(--jp-warn-color3,#fff3e0);color:var(--jp-ui-font-color1,#000)")
+BADGE_STYLE = (
+    "display:inline-block;padding:0 3px;margin:0 1px;border-radius:3px;font-size:85%;line-height:1.3;"
+    "border:1px solid var(--jp-warn-color0,#e65100);color:var(--jp-warn-color0,#e65100);"
+    "background:var(--jp-layout-color2,#eee);white-space:nowrap"
+)
+WARNING_STYLE = (
+    "padding:2px 6px;margin:2px 0;line-height:1.4;border-left:3px solid var(--jp-warn-color0,#e65100);"
+    "background:var(--jp-warn-color3,#fff3e0);color:var(--jp-ui-font-color1,#000)"
+)
 
 
 def label(char: str) -> str | None:
@@ -91,8 +115,10 @@ def full_name(char: str) -> str:
 def badge_html(char: str, *, inline_style: bool = True) -> str:
     """One badge: a span whose text names the character (never the character itself)."""
     style = f' style="{BADGE_STYLE}"' if inline_style else ""
-    return (f'<span class="agentik-invisible" title="{html.escape(full_name(char))}"{style}>'
-            f"{html.escape(badge_text(char))}</span>")
+    return (
+        f'<span class="agentik-invisible" title="{html.escape(full_name(char))}"{style}>'
+        f"{html.escape(badge_text(char))}</span>"
+    )
 
 
 def _replace(text: str, badge: Callable[[str], str], rest: Callable[[str], str]) -> str:
@@ -122,8 +148,10 @@ def warning_text(text: str, what: str = "This code") -> str:
     n = len(hits)
     noun = "character" if n == 1 else "characters"
     verb = "contains" if what.lower().startswith("this") else "contain"
-    return (f"⚠ {what} {verb} {n} invisible or direction-changing {noun}, shown as badges like "
-            f"{badge_text(hits[0][1])}. What runs may differ from how it reads elsewhere.")
+    return (
+        f"⚠ {what} {verb} {n} invisible or direction-changing {noun}, shown as badges like "
+        f"{badge_text(hits[0][1])}. What runs may differ from how it reads elsewhere."
+    )
 
 
 def warning_html(text: str, what: str = "This code", *, inline_style: bool = True) -> str:

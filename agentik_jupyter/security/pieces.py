@@ -18,7 +18,7 @@ parts is masked as the whole is (stream.py).
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 PIECE_CHARS = 12
 """The shortest part of a secret that is masked on its own."""

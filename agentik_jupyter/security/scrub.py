@@ -20,8 +20,9 @@ import logging
 import os
 import re
 import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from agentik_jupyter.security.pieces import PIECE_CHARS, PieceIndex, aligned_grams, grams_of, piece_sources
 from agentik_jupyter.security.urls import url_secrets
@@ -263,8 +264,13 @@ def scrub_response(response: Any, environ: Mapping[str, str] | None = None) -> A
         return scrub(value, environ) if value else value
 
     calls = [
-        c.model_copy(update={"args": scrub_value(c.args, environ), "arguments_raw": text(c.arguments_raw),
-                             "parse_error": text(c.parse_error)})
+        c.model_copy(
+            update={
+                "args": scrub_value(c.args, environ),
+                "arguments_raw": text(c.arguments_raw),
+                "parse_error": text(c.parse_error),
+            }
+        )
         for c in response.tool_calls
     ]
     blocks = response.content_blocks

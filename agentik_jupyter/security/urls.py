@@ -42,7 +42,8 @@ def redact_url(url: str) -> str:
     if "@" in parts.netloc:
         netloc = f"{REDACTED}@{netloc}"
     query = "&".join(
-        f"{name}={REDACTED}" if sep else name for name, sep, _ in (p.partition("=") for p in parts.query.split("&") if p)
+        f"{name}={REDACTED}" if sep else name
+        for name, sep, _ in (p.partition("=") for p in parts.query.split("&") if p)
     )
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 

@@ -40,8 +40,7 @@ class AgentikHandler(APIHandler):
             if message:
                 self.log.warning("%d %s: %s", value.status_code, self._request_summary(), message)
             return
-        self.log.error("Uncaught exception %s\n%r", self._request_summary(), self.request,
-                       exc_info=(typ, value, tb))  # type: ignore[arg-type]
+        self.log.error("Uncaught exception %s\n%r", self._request_summary(), self.request, exc_info=(typ, value, tb))  # type: ignore[arg-type]
 
     def start_event_stream(self) -> None:
         self.set_header("Content-Type", EVENT_STREAM)

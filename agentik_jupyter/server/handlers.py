@@ -11,8 +11,8 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado.iostream import StreamClosedError
 
-from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.core.chat_route import error_body, handle, load_body
+from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.server.base import AgentikHandler
 from agentik_jupyter.server.limits import max_body_bytes, too_large_body
 from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream

@@ -93,10 +93,16 @@ class SessionsHandler(_SessionsBase):
         offset = self._int("offset", 0)
         limit = self._int("limit", PAGE_SIZE, 1, MAX_PAGE_SIZE)
         listing = await self._run(reader.list_page, limit, offset)  # one read of the file
-        self._reply({
-            "sessions": [s.model_dump() for s in listing.sessions], "offset": offset, "limit": limit,
-            "total": listing.total, "position": listing.position, "hidden": listing.hidden,
-        })
+        self._reply(
+            {
+                "sessions": [s.model_dump() for s in listing.sessions],
+                "offset": offset,
+                "limit": limit,
+                "total": listing.total,
+                "position": listing.position,
+                "hidden": listing.hidden,
+            }
+        )
 
 
 def _session_id(value: str) -> str:
@@ -133,10 +139,10 @@ class SessionHandler(_SessionsBase):
         try:
             body = json.loads(self.request.body or b"null")
         except ValueError:
-            raise tornado.web.HTTPError(400, "body must be JSON: {\"title\": ...}") from None
+            raise tornado.web.HTTPError(400, 'body must be JSON: {"title": ...}') from None
         title = body.get("title") if isinstance(body, dict) else None
         if not isinstance(body, dict) or "title" not in body or not (title is None or isinstance(title, str)):
-            raise tornado.web.HTTPError(400, "body must be {\"title\": string or null}")
+            raise tornado.web.HTTPError(400, 'body must be {"title": string or null}')
         if title is not None and len(title) > TITLE_MAX_CHARS:
             raise tornado.web.HTTPError(400, f"title is longer than {TITLE_MAX_CHARS} characters")
         path = self._existing()
@@ -217,7 +223,7 @@ class EventsHandler(_SessionsBase):
                 quiet_since = time.monotonic()
             try:
                 await asyncio.wait_for(self._closed.wait(), POLL_INTERVAL_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def on_connection_close(self) -> None:

@@ -10,14 +10,13 @@ one JSON object that repeats its ``type``; ids count up from 1.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
 
 from agentik_jupyter.core.chat_route import AdapterCache, parse_request, stream_chat
-from agentik_jupyter.errors import ChatRouteError
+from agentik_jupyter.errors import ChatRouteError, ConfigurationError, ProviderError
 from agentik_jupyter.providers.base import ReasoningDelta, StreamDone, TextDelta, UsageDelta
-from agentik_jupyter.errors import ConfigurationError, ProviderError
-from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.security.scrub import scrub_response
+from agentik_jupyter.security.scrub import scrub, scrub_response
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.types import ChatRequest, ToolSchema
 
@@ -102,13 +101,16 @@ async def chat_events(
                 calls = [{"id": c.id, "name": c.name, "args": c.args} for c in response.tool_calls]
                 for index, call in enumerate(calls):
                     yield "tool_call", {"index": index, **call}
-                yield "end", {
-                    "content": response.content or "",
-                    "toolCalls": calls,
-                    "reasoning": response.reasoning,
-                    "finish_reason": response.finish_reason,
-                    "usage": response.usage.model_dump(mode="json") if response.usage else None,
-                }
+                yield (
+                    "end",
+                    {
+                        "content": response.content or "",
+                        "toolCalls": calls,
+                        "reasoning": response.reasoning,
+                        "finish_reason": response.finish_reason,
+                        "usage": response.usage.model_dump(mode="json") if response.usage else None,
+                    },
+                )
                 return
     except ChatRouteError as exc:
         for event in rest():

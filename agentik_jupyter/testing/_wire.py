@@ -7,7 +7,8 @@ Streams are lists of SSE frames (bytes), so the server can pace them, cut them
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentik_jupyter.testing.replies import Reply
 
@@ -58,9 +59,7 @@ def openai_stream(reply: Reply, *, model: str, prompt: int, include_usage: bool,
     frames += [sse(_chunk(model, {"content": p})) for p in reply.pieces()]
     for index, call in enumerate(reply.calls):
         head = {"index": index, "id": call.id or new_id("call_"), "type": "function"}
-        frames.append(
-            sse(_chunk(model, {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}))
-        )
+        frames.append(sse(_chunk(model, {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})))
         for fragment in _fragments(call.arguments()):
             frames.append(sse(_chunk(model, {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})))
     frames.append(sse(_chunk(model, {}, "tool_calls" if reply.calls else "stop")))
@@ -133,7 +132,10 @@ def anthropic_stream(reply: Reply, *, model: str, prompt: int, new_id: IdFactory
 
     if reply.reasoning:
         thinking = [{"type": "thinking_delta", "thinking": p} for p in reply.pieces(reply.reasoning)]
-        block({"type": "thinking", "thinking": "", "signature": ""}, [*thinking, {"type": "signature_delta", "signature": "fake-signature"}])
+        block(
+            {"type": "thinking", "thinking": "", "signature": ""},
+            [*thinking, {"type": "signature_delta", "signature": "fake-signature"}],
+        )
     if reply.content:
         block({"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in reply.pieces()])
     for call in reply.calls:

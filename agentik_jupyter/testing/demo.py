@@ -48,14 +48,28 @@ MENU = (
     "- *Write a long essay* and press **Stop**; ask about *sessions* or *export* for the commands"
 )
 MAX_STEPS = 4
-BUILTIN = frozenset(("list_variables inspect_variable describe_dataframe get_cell_history run_code insert_cell "
-                     "read_notebook edit_cell delete_cell run_cells").split())
+BUILTIN = frozenset(
+    (
+        "list_variables inspect_variable describe_dataframe get_cell_history run_code insert_cell "
+        "read_notebook edit_cell delete_cell run_cells"
+    ).split()
+)
 _WORDS = {
     "plot": ("plot", "chart", "histogram", "graph", "visuali", "draw"),
     "edit": ("edit", "change", "rewrite", "comment", "document", "tidy"),
     "insert": ("insert", "new cell", "add a cell", "write a cell", "give me code", "write code"),
-    "compute": ("how many", "missing", "compute", "calculate", "average", "mean", "total", "count", "run code",
-                "run some code"),
+    "compute": (
+        "how many",
+        "missing",
+        "compute",
+        "calculate",
+        "average",
+        "mean",
+        "total",
+        "count",
+        "run code",
+        "run some code",
+    ),
     "describe": ("describe", "summar", "profile", "dataframe", "look at"),
     "history": ("history", "cells i ran", "did i run", "run last", "ran last"),
 }
@@ -92,13 +106,19 @@ def _after_failure(step: Step) -> Reply:
     """Say what happened, plainly: a denial is the user's choice, an error is a failure."""
     first = step.result.removeprefix("Error: ").splitlines()[0] if step.result else "no result"
     if step.denied:
-        return Reply.text(f"You did not approve `{step.name}`, so I did not run it. "
-                          "Tell me if you want something else, or run the code yourself.")
+        return Reply.text(
+            f"You did not approve `{step.name}`, so I did not run it. "
+            "Tell me if you want something else, or run the code yourself."
+        )
     if step.name == "run_code":
-        return Reply.text(f"The code failed: {first}\n\nSo I have no result to show. Check the names "
-                          "in your question (the column, the variable) and ask again.")
-    return Reply.text(f"`{step.name}` failed: {first}\n\nI have no result from it, so I cannot answer "
-                      "that part; ask again with what the error names.")
+        return Reply.text(
+            f"The code failed: {first}\n\nSo I have no result to show. Check the names "
+            "in your question (the column, the variable) and ask again."
+        )
+    return Reply.text(
+        f"`{step.name}` failed: {first}\n\nI have no result from it, so I cannot answer "
+        "that part; ask again with what the error names."
+    )
 
 
 def _summary(step: Step) -> Reply:
@@ -149,8 +169,11 @@ def _edit(asked: Asked) -> Reply:
     current = cell_source(reads[-1].result, target)
     if current is None:
         return Reply.text(f"I could not read cell `{target}` in full.")
-    return _call("edit_cell", {"cell_id": target, "new_source": with_comment(current)},
-                 "I propose a comment on top of the cell that says what it defines. ")
+    return _call(
+        "edit_cell",
+        {"cell_id": target, "new_source": with_comment(current)},
+        "I propose a comment on top of the cell that says what it defines. ",
+    )
 
 
 def _mentioned(asked: Asked) -> Reply:
@@ -158,11 +181,14 @@ def _mentioned(asked: Asked) -> Reply:
     mentioned = set(re.findall(r"@(\w+)", asked.question.lower()))
     words = {w for w in re.findall(r"[A-Za-z_]\w+", asked.question.lower()) if len(w) > 2} - mentioned
     lines = [line for line in asked.attached.splitlines()[1:] if line.strip()]
-    relevant = [line for line in lines if words & set(re.findall(r"[A-Za-z_]\w+", line.lower()))
-                and not line.startswith("###")]
+    relevant = [
+        line for line in lines if words & set(re.findall(r"[A-Za-z_]\w+", line.lower())) and not line.startswith("###")
+    ]
     body = "\n".join(f"    {line.strip()}" for line in (relevant or lines)[:8])
-    return Reply.text(f"From the description your @mention attached (no tool call needed):\n\n{body}\n\n"
-                      "Ask me to plot it if you want to see the spread.")
+    return Reply.text(
+        f"From the description your @mention attached (no tool call needed):\n\n{body}\n\n"
+        "Ask me to plot it if you want to see the spread."
+    )
 
 
 def _user_tool(asked: Asked) -> Reply | None:
@@ -241,20 +267,26 @@ def _first_step(asked: Asked) -> Reply:
     if _has(low, "history"):
         return _call("get_cell_history", {"last_n": 3})
     if "export" in low:
-        return Reply.text("Run `%agent export` in a cell of its own: it writes the code I ran in this session, "
-                          "the edits you accepted and the cells I inserted, in order, as a new notebook beside "
-                          "this one, so the analysis re-runs without me.")
+        return Reply.text(
+            "Run `%agent export` in a cell of its own: it writes the code I ran in this session, "
+            "the edits you accepted and the cells I inserted, in order, as a new notebook beside "
+            "this one, so the analysis re-runs without me."
+        )
     if "session" in low or "resume" in low:
-        return Reply.text("`%agent sessions` lists this notebook's sessions, `%agent resume ID` continues one and "
-                          "`%agent new` starts a fresh one; they are saved beside the notebook and survive a "
-                          "kernel restart. The chat panel (`%agent panel`) shows the current one.")
+        return Reply.text(
+            "`%agent sessions` lists this notebook's sessions, `%agent resume ID` continues one and "
+            "`%agent new` starts a fresh one; they are saved beside the notebook and survive a "
+            "kernel restart. The chat panel (`%agent panel`) shows the current one."
+        )
     return Reply.text(MENU)
 
 
 def demo_responder(request: RecordedRequest) -> Reply:
     """Decide the next answer from the user's question, the variables and the steps taken since."""
     asked = read_request(request)
-    if "Attached by %agent fix" in asked.attached or asked.question.startswith(("Fix the failed cell", "Fix the error in")):
+    if "Attached by %agent fix" in asked.attached or asked.question.startswith(
+        ("Fix the failed cell", "Fix the error in")
+    ):
         last = asked.last()
         if last is not None and last.failed and last.name not in ("read_notebook",):
             return _after_failure(last)
@@ -266,8 +298,12 @@ def demo_responder(request: RecordedRequest) -> Reply:
     if last.failed or last.denied:
         return _after_failure(last)
     low = asked.question.lower()
-    if (_has(low, "edit") and "cell" in low and last.name in ("read_notebook", "edit_cell")
-            and len(asked.steps) < MAX_STEPS):
+    if (
+        _has(low, "edit")
+        and "cell" in low
+        and last.name in ("read_notebook", "edit_cell")
+        and len(asked.steps) < MAX_STEPS
+    ):
         return _edit(asked)
     return _summary(last)
 

@@ -74,9 +74,9 @@ def plot_code(frame: str, column: str | None) -> str:
     else:
         lines += [
             'if data.dtype.kind in "biuf":',
-            f"    data.plot(kind=\"hist\", bins=20, ax=ax, title={target!r})",
+            f'    data.plot(kind="hist", bins=20, ax=ax, title={target!r})',
             "else:",
-            f"    data.value_counts().plot(kind=\"bar\", ax=ax, title={target!r})",
+            f'    data.value_counts().plot(kind="bar", ax=ax, title={target!r})',
         ]
     return "\n".join(lines)
 
@@ -130,7 +130,7 @@ def _renamed(source: str, old: str, new: str) -> str | None:
     for tok in reversed(tokens):
         if tok.type == tokenize.NAME and tok.string == old and tok.start[0] == tok.end[0]:
             row, col = tok.start[0] - 1, tok.start[1]
-            lines[row] = lines[row][:col] + new + lines[row][col + len(old):]
+            lines[row] = lines[row][:col] + new + lines[row][col + len(old) :]
     return "".join(lines)
 
 
@@ -155,8 +155,10 @@ def fix_source(source: str, error: str, known: list[str]) -> tuple[str, str]:
         if name.isidentifier() and not keyword.iskeyword(name):
             fixed = f"{name} = None  # TODO: give {name} its value (the demo model cannot guess it)\n{source}"
             if valid(fixed):
-                return fixed, (f"Nothing in the notebook defines `{name}`, so I added a placeholder for it "
-                               "at the top of the cell: set its real value before you run it.")
+                return fixed, (
+                    f"Nothing in the notebook defines `{name}`, so I added a placeholder for it "
+                    "at the top of the cell: set its real value before you run it."
+                )
     first = error.splitlines()[0] if error else "the error"
     marked = f"# TODO: {first} (the demo model only fixes misspelt or missing names)\n{source}"
     if valid(marked):
@@ -174,5 +176,15 @@ def with_comment(source: str) -> str:
     return source if source.startswith(comment) else f"{comment}\n{source}"
 
 
-__all__ = ["STOPWORDS", "assigned_names", "column_in", "commented_out", "compute_code", "fix_source",
-           "insert_code", "plot_code", "valid", "with_comment"]
+__all__ = [
+    "STOPWORDS",
+    "assigned_names",
+    "column_in",
+    "commented_out",
+    "compute_code",
+    "fix_source",
+    "insert_code",
+    "plot_code",
+    "valid",
+    "with_comment",
+]

@@ -81,8 +81,10 @@ def outcome_sentence(step: Step, *, fix: bool) -> str:
     """What became of an edit_cell / insert_cell proposal, for the user."""
     text, what = step.result, "the fix" if fix else "the change"
     if step.name == "insert_cell":
-        return (f"I proposed {what} in a new cell below: run it when you have read it. The failed cell is "
-                "unchanged (this frontend did not say which cell failed, so I could not edit it in place).")
+        return (
+            f"I proposed {what} in a new cell below: run it when you have read it. The failed cell is "
+            "unchanged (this frontend did not say which cell failed, so I could not edit it in place)."
+        )
     if "ran without an error" in text:
         return f"You accepted {what} and the cell ran without an error. Here is what it showed:\n\n{text}"
     if "still fails" in text:
@@ -92,6 +94,8 @@ def outcome_sentence(step: Step, *, fix: bool) -> str:
     if "rejected" in text:
         return f"You rejected {what}, so the cell is unchanged. Tell me what you would like instead."
     if text.startswith("Not applied"):
-        return (f"This frontend cannot show {what} on the cell, so the diff is in the tool card above: "
-                "apply it by hand if you agree (in JupyterLab you would get Accept / Reject on the cell).")
+        return (
+            f"This frontend cannot show {what} on the cell, so the diff is in the tool card above: "
+            "apply it by hand if you agree (in JupyterLab you would get Accept / Reject on the cell)."
+        )
     return f"{text.splitlines()[0] if text else 'No answer'} (about {what})."

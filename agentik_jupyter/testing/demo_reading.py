@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.core.orchestrator import DENIED as DENIED_PREFIX
+from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.testing.replies import RecordedRequest
 
 _VARIABLE = re.compile(r"^- (\w+): ([\w.]+)(?: (.*))?$", re.M)
@@ -117,7 +117,11 @@ def read_request(request: RecordedRequest) -> Asked:
 
     def result(call_id: str, content: Any) -> None:
         name, args = calls.get(call_id, ("tool", {}))
-        images = [b for b in content if isinstance(b, dict) and b.get("type") == "image"] if isinstance(content, list) else []
+        images = (
+            [b for b in content if isinstance(b, dict) and b.get("type") == "image"]
+            if isinstance(content, list)
+            else []
+        )
         asked.steps.append(Step(name, args, _text_of(content), len(images)))
 
     for message in request.messages:
@@ -145,6 +149,6 @@ def read_request(request: RecordedRequest) -> Asked:
             text = _text_of(content).strip()
             if text:
                 asked.question = shown_text(text).strip()
-                asked.attached = text[len(shown_text(text)):].strip()
+                asked.attached = text[len(shown_text(text)) :].strip()
                 asked.steps = []
     return asked

@@ -25,13 +25,23 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 from agentik_jupyter.testing import _wire as W
 from agentik_jupyter.testing.replies import FAULTS, HTTP_FAULTS, Fault, RecordedRequest, Reply, ToolCallReply
 
-__all__ = ["FAULTS", "Fault", "FakeLLMServer", "RecordedRequest", "Reply", "Responder", "ToolCallReply", "echo_responder"]
+__all__ = [
+    "FAULTS",
+    "Fault",
+    "FakeLLMServer",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "ToolCallReply",
+    "echo_responder",
+]
 
 Responder = Callable[[RecordedRequest], "Reply | str"]
 
@@ -317,7 +327,9 @@ class FakeLLMServer:
         else:
             options = request.body.get("stream_options") or {}
             include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
-            frames = W.openai_stream(reply, model=model, prompt=prompt, include_usage=include_usage, new_id=self._new_id)
+            frames = W.openai_stream(
+                reply, model=model, prompt=prompt, include_usage=include_usage, new_id=self._new_id
+            )
         cut = max(1, len(frames) // 2)
         if fault in ("reset", "truncated"):
             frames = frames[:cut]
@@ -355,7 +367,10 @@ class FakeLLMServer:
                     self.first_frame_at.append(started)
             if self.chunk_delay and self._stopping.wait(self.chunk_delay):
                 return
-    def _respond_json(self, h: _Handler, reply: Reply, fault: str | None, *, anthropic: bool, model: str, prompt: int) -> None:
+
+    def _respond_json(
+        self, h: _Handler, reply: Reply, fault: str | None, *, anthropic: bool, model: str, prompt: int
+    ) -> None:
         if anthropic:
             payload = W.anthropic_json(reply, model=model, prompt=prompt, new_id=self._new_id)
         else:
@@ -389,14 +404,20 @@ def _load_script(path: str | None) -> list[Reply]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the fake server in the foreground until interrupted; print its base URLs first."""
-    parser = argparse.ArgumentParser(prog="python -m agentik_jupyter.testing.fake_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m agentik_jupyter.testing.fake_server", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--script", help="JSON list of replies: {text}, {tool_calls, text?}, {fault, retry_after?, ...}")
+    parser.add_argument(
+        "--script", help="JSON list of replies: {text}, {tool_calls, text?}, {fault, retry_after?, ...}"
+    )
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
     parser.add_argument("--pace", type=float, default=0.0, help="streamed chunks a second, on a fixed schedule")
     args = parser.parse_args(argv)
-    server = FakeLLMServer(chunk_delay=args.chunk_delay, pace=args.pace, host=args.host, port=args.port, replies=_load_script(args.script))
+    server = FakeLLMServer(
+        chunk_delay=args.chunk_delay, pace=args.pace, host=args.host, port=args.port, replies=_load_script(args.script)
+    )
     server.start()
     print(f"LLM_BASE_URL={server.base_url}", flush=True)
     print(f"ANTHROPIC_BASE_URL={server.anthropic_base_url}", flush=True)

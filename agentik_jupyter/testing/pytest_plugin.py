@@ -7,7 +7,7 @@ Run a test against both wire formats with
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Fault = Literal[
     "401",
@@ -67,13 +68,20 @@ class Reply:
 
     @classmethod
     def text(
-        cls, text: str, *, chunks: int | None = None, reasoning: str | None = None, first_byte_after: float | None = None
+        cls,
+        text: str,
+        *,
+        chunks: int | None = None,
+        reasoning: str | None = None,
+        first_byte_after: float | None = None,
     ) -> Reply:
         """A plain answer, streamed word by word or in `chunks` equal pieces (after
         `first_byte_after` seconds without a byte, as a model that thinks first)."""
         if first_byte_after is None:
             return cls(content=text, chunks=chunks, reasoning=reasoning)
-        return cls(content=text, chunks=chunks, reasoning=reasoning, fault_kind="slow_first_byte", delay=first_byte_after)
+        return cls(
+            content=text, chunks=chunks, reasoning=reasoning, fault_kind="slow_first_byte", delay=first_byte_after
+        )
 
     @classmethod
     def tool_calls(
@@ -127,7 +135,11 @@ class Reply:
     def from_dict(cls, data: Mapping[str, Any]) -> Reply:
         """A reply from a script entry: `{"text": ...}`, `{"tool_calls": [...]}` or `{"fault": "429", ...}`."""
         if "fault" in data:
-            options = {k: data[k] for k in ("message", "retry_after", "retry_after_ms", "delay", "location", "text") if k in data}
+            options = {
+                k: data[k]
+                for k in ("message", "retry_after", "retry_after_ms", "delay", "location", "text")
+                if k in data
+            }
             return cls.fault(data["fault"], **options)
         if "tool_calls" in data:
             return cls.tool_calls(

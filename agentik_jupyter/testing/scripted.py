@@ -8,8 +8,9 @@ model was sent.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from agentik_jupyter.providers.base import (
     ProviderChatResponse,
@@ -34,19 +35,19 @@ class Step:
     usage: Usage | None = None
 
     @classmethod
-    def say(cls, text: str, **kw: Any) -> "Step":
+    def say(cls, text: str, **kw: Any) -> Step:
         return cls(text=text, **kw)
 
     @classmethod
-    def call(cls, name: str, args: dict[str, Any] | None = None, *, text: str = "", **kw: Any) -> "Step":
+    def call(cls, name: str, args: dict[str, Any] | None = None, *, text: str = "", **kw: Any) -> Step:
         return cls(text=text, tool_calls=[ProviderToolCall(id=new_id("call_"), name=name, args=args or {})], **kw)
 
     @classmethod
-    def calls(cls, *calls: tuple[str, dict[str, Any]], text: str = "") -> "Step":
+    def calls(cls, *calls: tuple[str, dict[str, Any]], text: str = "") -> Step:
         return cls(text=text, tool_calls=[ProviderToolCall(id=new_id("call_"), name=n, args=a) for n, a in calls])
 
     @classmethod
-    def fail(cls, error: BaseException) -> "Step":
+    def fail(cls, error: BaseException) -> Step:
         return cls(raises=error)
 
 

@@ -17,7 +17,8 @@ import math
 import os
 import sys
 import threading
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolCall, ToolDefinition

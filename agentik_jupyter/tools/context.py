@@ -19,18 +19,17 @@ import weakref
 from typing import Any
 
 from agentik_jupyter.engines.limits import describe_budget_s
-from agentik_jupyter.tools.images import FoundImage, with_images
-from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
-from agentik_jupyter.types import ToolDefinition, ToolOutput, VariableSummary
-from agentik_jupyter.tools.vision import as_figure, describe_figure, figure_png
+from agentik_jupyter.errors import CodeExecutionError, ReadTimeout
 from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
-from agentik_jupyter.errors import CodeExecutionError
 from agentik_jupyter.tools.execution import run_in_shell
+from agentik_jupyter.tools.images import FoundImage, with_images
 from agentik_jupyter.tools.inspection import inspect_value
 from agentik_jupyter.tools.inspection_policy import resolve_path
 from agentik_jupyter.tools.namespace import clip, shape_of, short_repr, summarize_variables, type_name, user_variables
+from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.tools.time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, call_with_budget
-from agentik_jupyter.errors import ReadTimeout
+from agentik_jupyter.tools.vision import as_figure, describe_figure, figure_png
+from agentik_jupyter.types import ToolDefinition, ToolOutput, VariableSummary
 
 __all__ = [
     "CodeExecutionError",
@@ -127,9 +126,11 @@ def cell_history_text(shell: Any, last_n: int, images: bool = False) -> ToolOutp
         return ToolOutput(text=text, display={"text/plain": text})
     found = [f for f in (_figure_of(outputs[n], n) for n in reversed(picked) if n in outputs) if f is not None]
     if not found:
-        return ToolOutput(text=text + "\n\nNo Out[n] value above is a matplotlib figure. A figure shown with "
-                          "plt.show() is only in the notebook's outputs: read_notebook(cell_id=..., images=True).",
-                          display={"text/plain": text})
+        return ToolOutput(
+            text=text + "\n\nNo Out[n] value above is a matplotlib figure. A figure shown with "
+            "plt.show() is only in the notebook's outputs: read_notebook(cell_id=..., images=True).",
+            display={"text/plain": text},
+        )
     return with_images(text, found, more_hint="ask for fewer cells (last_n)")
 
 
@@ -171,7 +172,9 @@ def describe_path(shell: Any, name: str, columns: list[str] | None) -> ToolOutpu
     cancels its work there; the outer budget only backs it up, so it must not cut in first.
     """
     what = name.strip()
-    value = call_with_budget(lambda: resolve_path(shell.user_ns, name, shell.user_ns_hidden), INSPECT_TIME_BUDGET_S, what)
+    value = call_with_budget(
+        lambda: resolve_path(shell.user_ns, name, shell.user_ns_hidden), INSPECT_TIME_BUDGET_S, what
+    )
     kind = frame_kind(value)
     if kind is None:
         raise TypeError(f"{name!r} is a {type_name(value)}, not a DataFrame; use inspect_variable instead")

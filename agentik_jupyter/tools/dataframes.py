@@ -18,12 +18,13 @@ import html
 import math
 import random
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentik_jupyter import engines
 from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.types import ToolOutput
 from agentik_jupyter.tools.namespace import clip, imported
+from agentik_jupyter.types import ToolOutput
 
 BUDGET_CHARS = 8_000
 MAX_COLUMNS = 40
@@ -122,9 +123,7 @@ def pick_columns(frame: str, names: list[str], requested: list[str] | None) -> l
     return [i for i, n in enumerate(names) if n in wanted][:MAX_COLUMNS]
 
 
-def _column_lines(
-    names: list[str], profile: Callable[[int], str], n_cols: int, others: list[str]
-) -> list[str]:
+def _column_lines(names: list[str], profile: Callable[[int], str], n_cols: int, others: list[str]) -> list[str]:
     """`columns (k of n profiled):`, one line per profiled column within the section's
     allowance, then the others' names.
 
@@ -357,7 +356,10 @@ def _describe_polars(name: str, value: Any, columns: list[str] | None) -> tuple[
         cells = [[_cell(v) for v in row] for row in head.rows()]  # scrubbed once, whichever columns then fit
         lines.extend(
             _head_lines(
-                lambda c: _plain_table(head.columns[:c], [r[:c] for r in cells]), n_rows, len(picked), _head_allowance(lines)
+                lambda c: _plain_table(head.columns[:c], [r[:c] for r in cells]),
+                n_rows,
+                len(picked),
+                _head_allowance(lines),
             )
         )
     caption = html.escape(f"{name}: {n_rows:,} rows × {n_cols:,} columns")

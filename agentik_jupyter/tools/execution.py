@@ -22,11 +22,11 @@ import sys
 import traceback
 from typing import Any
 
-from agentik_jupyter.types import ToolOutput
-from agentik_jupyter.tools.vision import describe_figure, figure_png, images_for_model
+from agentik_jupyter.errors import CodeExecutionError
 from agentik_jupyter.tools.namespace import clip, short_repr, type_name
 from agentik_jupyter.tools.output_capture import Capture, capturing
-from agentik_jupyter.errors import CodeExecutionError
+from agentik_jupyter.tools.vision import describe_figure, figure_png, images_for_model
+from agentik_jupyter.types import ToolOutput
 
 MAX_STREAM_CHARS = 8_000
 MAX_RESULT_CHARS = 4_000

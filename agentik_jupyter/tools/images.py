@@ -7,8 +7,9 @@ description when the kernel still has the figure object). The tool card shows th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from agentik_jupyter.tools.vision import MAX_IMAGES_PER_RESULT, fit_image, vision_enabled
 from agentik_jupyter.types import ImagePart, ToolOutput
@@ -24,8 +25,9 @@ class FoundImage:
     note: str = ""
 
 
-def with_images(text: str, found: list[FoundImage], vector: int = 0,
-                environ: Mapping[str, str] | None = None, more_hint: str = "") -> ToolOutput:
+def with_images(
+    text: str, found: list[FoundImage], vector: int = 0, environ: Mapping[str, str] | None = None, more_hint: str = ""
+) -> ToolOutput:
     """`text` plus a line per image saying whether it was sent; the fitted images for the model and the card."""
     if not found and not vector:
         return ToolOutput(text=text, display={"text/plain": text})
@@ -47,8 +49,10 @@ def with_images(text: str, found: list[FoundImage], vector: int = 0,
             sent.append(part)
             lines.append(f"[{i}] {image.where}: sent as image {len(sent)} ({part.mime}{size}){note}")
     if len(found) > len(shown):
-        lines.append(f"{len(found) - len(shown)} more image(s) not sent (at most {MAX_IMAGES_PER_RESULT} per result)"
-                     + (f": {more_hint}" if more_hint else ""))
+        lines.append(
+            f"{len(found) - len(shown)} more image(s) not sent (at most {MAX_IMAGES_PER_RESULT} per result)"
+            + (f": {more_hint}" if more_hint else "")
+        )
     if vector:
         lines.append(f"{vector} vector image(s) (image/svg+xml) not sent")
     full = text + "\n\nImages in these outputs:\n" + "\n".join(lines)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import collections
 import sys
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from agentik_jupyter.types import ToolOutput
 from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
 from agentik_jupyter.tools.namespace import clip, imported, shape_of, short_repr, type_name
+from agentik_jupyter.types import ToolOutput
 
 INSPECT_BUDGET_CHARS = 4_000
 MAX_ITEMS = 20
@@ -129,8 +130,10 @@ def _array_stats(np: Any, arr: Any) -> str:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         nans = int(np.isnan(data).sum())
-        stats = [f"{k} {float(f(data)):.6g}" for k, f in (("min", np.nanmin), ("max", np.nanmax),
-                                                           ("mean", np.nanmean), ("std", np.nanstd))]
+        stats = [
+            f"{k} {float(f(data)):.6g}"
+            for k, f in (("min", np.nanmin), ("max", np.nanmax), ("mean", np.nanmean), ("std", np.nanstd))
+        ]
     where = f" (estimated from {SAMPLE_ELEMENTS:,} sampled elements)" if sampled else ""
     nan_text = f", NaN {nans:,}" if nans else ""
     return "summary" + where + ": " + ", ".join(stats) + nan_text

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from agentik_jupyter.tools.namespace import IPYTHON_NAMES, is_environment, missing_name_message
 from agentik_jupyter.errors import InspectionRefused
+from agentik_jupyter.tools.namespace import IPYTHON_NAMES, is_environment, missing_name_message
 
 ALLOWED = (
     "inspection reads the user's own variables and public attributes reached from them "
@@ -85,7 +86,9 @@ def _check_value(where: str, value: Any, user_ns: Mapping[str, Any], hidden: Map
         raise InspectionRefused(f"{where!r} {reason}; {ALLOWED}.")
 
 
-def refusal_reason(value: Any, user_ns: Mapping[str, Any] | None = None, hidden: Mapping[str, Any] | None = None) -> str | None:
+def refusal_reason(
+    value: Any, user_ns: Mapping[str, Any] | None = None, hidden: Mapping[str, Any] | None = None
+) -> str | None:
     """Why `value` is not user data, or None. Reads only types and identities, never the value."""
     cls = type(value)
     if issubclass(cls, types.ModuleType):

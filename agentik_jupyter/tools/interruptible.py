@@ -23,9 +23,10 @@ import contextvars
 import os
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 _MACHINERY = (
     os.path.dirname(asyncio.__file__) + os.sep,

@@ -15,7 +15,8 @@ import os
 import reprlib
 import sys
 import types
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from agentik_jupyter import engines
 from agentik_jupyter.security.scrub import scrub

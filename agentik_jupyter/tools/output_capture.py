@@ -76,7 +76,9 @@ class _PublisherRouter:
         if capture is None:
             self._target.publish(data, metadata, *args, **kwargs)
         else:
-            capture.publisher.publish(data, metadata, transient=kwargs.get("transient"), update=kwargs.get("update", False))
+            capture.publisher.publish(
+                data, metadata, transient=kwargs.get("transient"), update=kwargs.get("update", False)
+            )
 
     def clear_output(self, wait: bool = False) -> None:
         capture = _active()
@@ -125,7 +127,11 @@ class _Routers:
     def _install(self, shell: Any) -> None:
         out = sys.stdout if isinstance(sys.stdout, _StreamRouter) else _StreamRouter(sys.stdout, "stdout")
         err = sys.stderr if isinstance(sys.stderr, _StreamRouter) else _StreamRouter(sys.stderr, "stderr")
-        pub = shell.display_pub if isinstance(shell.display_pub, _PublisherRouter) else _PublisherRouter(shell.display_pub)
+        pub = (
+            shell.display_pub
+            if isinstance(shell.display_pub, _PublisherRouter)
+            else _PublisherRouter(shell.display_pub)
+        )
         sys.stdout, sys.stderr, shell.display_pub = out, err, pub
         self.installed = (out, err, pub, shell)
 

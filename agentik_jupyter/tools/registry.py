@@ -22,12 +22,20 @@ import asyncio
 import inspect
 import types
 import typing
-from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origin, overload
+from collections.abc import Callable
+from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, overload
 
 from pydantic import BaseModel, TypeAdapter
 
-from agentik_jupyter.types import DEFAULT_POLICY, ApprovalPolicy, ParameterType, ToolDefinition, ToolParameter, ToolSchema
 from agentik_jupyter.errors import DuplicateToolError
+from agentik_jupyter.types import (
+    DEFAULT_POLICY,
+    ApprovalPolicy,
+    ParameterType,
+    ToolDefinition,
+    ToolParameter,
+    ToolSchema,
+)
 
 T = TypeVar("T")
 
@@ -40,9 +48,7 @@ class DefinitionRegistry(Generic[T]):
 
     def register(self, name: str, item: T, *, replace: bool = False) -> T:
         if name in self._items and not replace:
-            raise DuplicateToolError(
-                f"A tool named {name!r} is already registered; pass replace=True to replace it."
-            )
+            raise DuplicateToolError(f"A tool named {name!r} is already registered; pass replace=True to replace it.")
         self._items[name] = item
         return item
 
@@ -84,9 +90,7 @@ class ToolRegistry(DefinitionRegistry[ToolDefinition]):
     def add(self, definition: ToolDefinition, *, replace: bool = False) -> ToolDefinition:
         """Register `definition` (one built without a policy asks: `types.DEFAULT_POLICY`)."""
         existing = self.get(definition.name)
-        redefinition = (
-            existing is not None and existing.origin is not None and existing.origin == definition.origin
-        )
+        redefinition = existing is not None and existing.origin is not None and existing.origin == definition.origin
         return super().register(definition.name, definition, replace=replace or redefinition)
 
     def to_tool_schemas(self) -> list[ToolSchema]:
@@ -150,9 +154,7 @@ def parameter_from_hint(key: str, hint: Any, required: bool, description: str = 
         schema.pop("title", None)
         if description:
             schema["description"] = description
-    return ToolParameter(
-        key=key, type=ptype, required=required, description=description, enum=enum, json_schema=schema
-    )
+    return ToolParameter(key=key, type=ptype, required=required, description=description, enum=enum, json_schema=schema)
 
 
 def _param_docs(doc: str) -> dict[str, str]:

@@ -9,9 +9,9 @@ user has answered. A leaf module: tools import it without importing the orchestr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator
 
 WAITING_ON = " (waiting for you: "
 """Joins a tool's name and where the user must act in `AgentStore.active_tool`; ends with ')'."""

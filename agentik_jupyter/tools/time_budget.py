@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from agentik_jupyter.errors import ReadTimeout
 
 T = TypeVar("T")

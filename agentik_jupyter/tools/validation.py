@@ -124,19 +124,13 @@ def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
 def coerce_arguments(args: dict[str, Any], parameters: list[ToolParameter]) -> dict[str, Any]:
     """Integral floats (3.0) for integer parameters become ints; nothing else changes."""
     types = {p.key: p.type for p in parameters}
-    return {
-        k: int(v) if types.get(k) == "integer" and isinstance(v, float) else v for k, v in args.items()
-    }
+    return {k: int(v) if types.get(k) == "integer" and isinstance(v, float) else v for k, v in args.items()}
 
 
-def check_call(
-    call: ToolCall, definition: ToolDefinition | None, parse_error: str | None = None
-) -> ToolResult | None:
+def check_call(call: ToolCall, definition: ToolDefinition | None, parse_error: str | None = None) -> ToolResult | None:
     """The error ToolResult for a call that must not run, or None when it may run."""
     if definition is None:
-        return ToolResult(
-            tool_call_id=call.id, name=call.name, error=f"Unknown tool '{call.name}'."
-        )
+        return ToolResult(tool_call_id=call.id, name=call.name, error=f"Unknown tool '{call.name}'.")
     if parse_error:
         return ToolResult(
             tool_call_id=call.id,

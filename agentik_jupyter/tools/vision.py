@@ -14,7 +14,8 @@ import base64
 import io
 import os
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from agentik_jupyter.types import ImagePart
 
@@ -62,7 +63,8 @@ def fit_image(png_base64: str) -> ImagePart | None:
     picture.thumbnail((MAX_SIDE_PX, MAX_SIDE_PX))
     while True:  # PNG first (sharp lines), then JPEG at falling quality, then smaller: never left out for size
         encodings = [("PNG", "image/png", {"optimize": True})] + [
-            ("JPEG", "image/jpeg", {"quality": q}) for q in JPEG_QUALITIES]
+            ("JPEG", "image/jpeg", {"quality": q}) for q in JPEG_QUALITIES
+        ]
         for fmt, mime, options in encodings:
             out = io.BytesIO()
             frame = picture.convert("RGB") if fmt == "JPEG" else picture
@@ -114,8 +116,11 @@ def figure_png(fig: Any, dpi: int = FIGURE_DPI) -> str:
 
 def _describe_axes(ax: Any) -> str:
     """What a model without vision needs to know of one axes: titles, labels, limits, series."""
-    parts = [f"{kind} {_clip(t, 60)!r}" for kind, t in
-             (("title", ax.get_title()), ("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if t]
+    parts = [
+        f"{kind} {_clip(t, 60)!r}"
+        for kind, t in (("title", ax.get_title()), ("x", ax.get_xlabel()), ("y", ax.get_ylabel()))
+        if t
+    ]
     try:
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
         parts.append(f"x from {x0:.4g} to {x1:.4g}, y from {y0:.4g} to {y1:.4g}")
@@ -124,7 +129,11 @@ def _describe_axes(ax: Any) -> str:
     names = [_clip(str(n), 40) for n in ax.get_legend_handles_labels()[1][:8]]
     if names:
         parts.append("series " + ", ".join(names))
-    counts = [(len(ax.lines), "line(s)"), (len(ax.patches), "bar(s)/patch(es)"), (len(ax.collections), "scatter/collection(s)")]
+    counts = [
+        (len(ax.lines), "line(s)"),
+        (len(ax.patches), "bar(s)/patch(es)"),
+        (len(ax.collections), "scatter/collection(s)"),
+    ]
     parts.append(", ".join(f"{n} {what}" for n, what in counts if n) or "nothing drawn")
     return "; ".join(parts)
 

@@ -19,13 +19,26 @@ if TYPE_CHECKING:
     from agentik_jupyter.widgets.turn_view import TurnView
 
 __all__ = [
-    "ApprovalCard", "ApprovalRequestLike", "ChatPanel", "SessionLike", "StreamBuffer", "TRANSCRIPT_MIME",
-    "ToolCard", "TurnView", "render_markdown", "transcript_bundle",
+    "ApprovalCard",
+    "ApprovalRequestLike",
+    "ChatPanel",
+    "SessionLike",
+    "StreamBuffer",
+    "TRANSCRIPT_MIME",
+    "ToolCard",
+    "TurnView",
+    "render_markdown",
+    "transcript_bundle",
 ]
 
 _LAZY = {
-    "ApprovalCard": "approval_card", "ChatPanel": "panel", "StreamBuffer": "stream", "ToolCard": "cards",
-    "TRANSCRIPT_MIME": "transcript", "TurnView": "turn_view", "render_markdown": "markdown",
+    "ApprovalCard": "approval_card",
+    "ChatPanel": "panel",
+    "StreamBuffer": "stream",
+    "ToolCard": "cards",
+    "TRANSCRIPT_MIME": "transcript",
+    "TurnView": "turn_view",
+    "render_markdown": "markdown",
     "transcript_bundle": "transcript",
 }
 

@@ -16,9 +16,19 @@ from ipywidgets import HBox, VBox
 
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.security import invisible
-from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, APPROVAL_DONE_CLASS, PLAIN_CLASSES, REJECT_CLASSES, box, button, html, layout
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike
+from agentik_jupyter.widgets.shared import (
+    ACCEPT_CLASSES,
+    APPROVAL_CLASSES,
+    APPROVAL_DONE_CLASS,
+    PLAIN_CLASSES,
+    REJECT_CLASSES,
+    box,
+    button,
+    html,
+    layout,
+)
 
 DECISIONS: dict[str, str] = {
     "approved": "✓ Approved",
@@ -31,7 +41,9 @@ DECISIONS: dict[str, str] = {
 RECAP_LINES = 20  # a card this long (the panel scrolls it to its end) repeats its size above the buttons
 FOLD_CHARS = 400  # an argument longer than this is folded (a click opens it), never cut
 # No max-height: a scroll box lets a payload sit below what the user reads before approving.
-PRE_STYLE = "border:1px solid var(--jp-border-color2,#ddd);padding:4px;margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere"
+PRE_STYLE = (
+    "border:1px solid var(--jp-border-color2,#ddd);padding:4px;margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere"
+)
 SIZE_STYLE = "color:var(--jp-ui-font-color2,#666);font-size:90%"
 
 
@@ -53,8 +65,10 @@ def argument_html(name: str, value: Any) -> str:
     label = f"<code>{invisible.escape_visible(name)}</code>"
     if len(text) > FOLD_CHARS:
         size = escape(invisible.size_text(text) + _hidden_note(text))
-        return (f'<details class="agentik-arg"><summary>{label} ({size}): '
-                f"{invisible.escape_visible(text[:80])}…</summary>{pre}</details>")
+        return (
+            f'<details class="agentik-arg"><summary>{label} ({size}): '
+            f"{invisible.escape_visible(text[:80])}…</summary>{pre}</details>"
+        )
     return f'<div class="agentik-arg">{label}:{pre}</div>'
 
 
@@ -75,13 +89,17 @@ def approval_html(request: ApprovalRequestLike) -> str:
     code_view = request.language == "python"
     what = "run this code" if code_view else "call this tool with these arguments"
     everything = _all_text(request, others)
-    parts = [invisible.warning_html(everything, "This code" if code_view else "These arguments"),
-             f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>"]
+    parts = [
+        invisible.warning_html(everything, "This code" if code_view else "These arguments"),
+        f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>",
+    ]
     if code_view or others is None:
         text = request.display_text
         parts.append(f'<div class="agentik-size" style="{SIZE_STYLE}">{escape(invisible.size_text(text))}</div>')
-        parts.append(f'<pre style="{PRE_STYLE}"><code class="language-{escape(request.language)}">'
-                     f"{invisible.escape_visible(text)}</code></pre>")
+        parts.append(
+            f'<pre style="{PRE_STYLE}"><code class="language-{escape(request.language)}">'
+            f"{invisible.escape_visible(text)}</code></pre>"
+        )
     if others:
         if code_view:
             parts.append("<div>with:</div>")
@@ -96,7 +114,9 @@ def recap_html(main: str, everything: str) -> str:
     lines, hidden = invisible.line_count(main), invisible.count(everything)
     if lines <= RECAP_LINES and not hidden:
         return ""
-    said = [f"{lines:,} line{'' if lines == 1 else 's'} above: read {'it' if lines == 1 else 'them all'} before approving"]
+    said = [
+        f"{lines:,} line{'' if lines == 1 else 's'} above: read {'it' if lines == 1 else 'them all'} before approving"
+    ]
     if hidden:
         said.append(f"{hidden} hidden character{'' if hidden == 1 else 's'} shown as badges")
     style = invisible.WARNING_STYLE if hidden else SIZE_STYLE
@@ -110,8 +130,6 @@ def decision_text(request: ApprovalRequestLike) -> str:
     elif request.decision == "denied" and request.reason and request.reason != "denied by the user":
         text += f" ({request.reason})"
     return text
-
-
 
 
 class ApprovalCard:

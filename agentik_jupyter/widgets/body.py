@@ -7,7 +7,7 @@ only consumes Events; it never asks the orchestrator anything.
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ipywidgets import Accordion, Box, VBox, Widget
 
@@ -36,8 +36,10 @@ def error_html(message: str) -> str:
 
 def question_html(text: str) -> str:
     """The question, built as the transcript renderer builds it (renderer.ts): one look."""
-    return (f'<div class="agentik-user"><span class="agentik-who">You</span>'
-            f'<div class="agentik-question">{escape(text)}</div></div>')
+    return (
+        f'<div class="agentik-user"><span class="agentik-who">You</span>'
+        f'<div class="agentik-question">{escape(text)}</div></div>'
+    )
 
 
 class TurnBody:
@@ -124,8 +126,11 @@ class TurnBody:
         """Put `new` where `old` was (at the end when `old` is empty)."""
         at = self.items.index(old[0]) if old and old[0] in self.items else len(self.items)
         gone = set(map(id, old))
-        self.items = [w for w in self.items[:at] if id(w) not in gone] + list(new) + \
-            [w for w in self.items[at:] if id(w) not in gone]
+        self.items = (
+            [w for w in self.items[:at] if id(w) not in gone]
+            + list(new)
+            + [w for w in self.items[at:] if id(w) not in gone]
+        )
         self._sync()
 
     def finish(self, exact: bool = True) -> None:

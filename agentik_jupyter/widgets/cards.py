@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from agentik_jupyter.security import invisible
-from agentik_jupyter.types import ToolCall, ToolResult
 from agentik_jupyter.tools.vision import RASTER_TYPES
+from agentik_jupyter.types import ToolCall, ToolResult
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.sanitize import sanitize_html
 from agentik_jupyter.widgets.shared import html
@@ -58,7 +58,8 @@ def args_text(args: dict[str, Any]) -> str:
 
 def _args_summary(args: dict[str, Any]) -> str:
     inner = invisible.plain_visible(
-        ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items()))
+        ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
+    )
     return inner if len(inner) <= TITLE_ARGS_LIMIT else inner[: TITLE_ARGS_LIMIT - 1] + "…"
 
 
@@ -78,7 +79,7 @@ def _pre(text: str, css: str = "") -> str:
     shown, cut = truncate(text)
     note = f'<div class="agentik-cut"><em>{escape(cut_note(cut))}</em></div>' if cut else ""
     style = f' style="{css}"' if css else ""
-    return f'<pre{style}>{invisible.escape_visible(shown)}</pre>{note}'
+    return f"<pre{style}>{invisible.escape_visible(shown)}</pre>{note}"
 
 
 def rich_html(display: dict[str, Any] | None) -> str:
@@ -101,14 +102,20 @@ def rich_html(display: dict[str, Any] | None) -> str:
 def card_body_html(call: ToolCall, result: ToolResult | None, *, inline: bool = True) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
-    parts = [invisible.warning_html("\n".join(shown), "This tool call"),
-             "<div><b>Arguments</b></div>", _pre(args_text(call.args))]
+    parts = [
+        invisible.warning_html("\n".join(shown), "This tool call"),
+        "<div><b>Arguments</b></div>",
+        _pre(args_text(call.args)),
+    ]
     if result is None:
         parts.append("<div><em>Running…</em></div>")
     elif result.error is not None:
         parts.append("<div><b>Error</b></div>")
-        parts.append(_pre(result.error, "color:#b00020;white-space:pre-wrap" if inline else "").replace(
-            "<pre", '<pre class="agentik-error"', 1))
+        parts.append(
+            _pre(result.error, "color:#b00020;white-space:pre-wrap" if inline else "").replace(
+                "<pre", '<pre class="agentik-error"', 1
+            )
+        )
     else:
         preview = rich_html(result.display)
         text = result_text(result)

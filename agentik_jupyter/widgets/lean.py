@@ -18,9 +18,19 @@ from ipywidgets import HTML, Button, HBox, VBox
 
 KIND = ("_model_name", "_model_module", "_model_module_version")
 PAGE_DEFAULTS: dict[str, Any] = {
-    "_dom_classes": [], "_view_count": None, "tabbable": None, "tooltip": None, "description": "",
-    "description_allow_html": False, "placeholder": "\u200b", "box_style": "", "button_style": "",
-    "disabled": False, "icon": "", "value": "", "tail": "",
+    "_dom_classes": [],
+    "_view_count": None,
+    "tabbable": None,
+    "tooltip": None,
+    "description": "",
+    "description_allow_html": False,
+    "placeholder": "\u200b",
+    "box_style": "",
+    "button_style": "",
+    "disabled": False,
+    "icon": "",
+    "value": "",
+    "tail": "",
 }
 """Traits whose page-side default (ipywidgets 8's models, and ours) is this value."""
 VIEW_KIND = ("_view_name", "_view_module", "_view_module_version")

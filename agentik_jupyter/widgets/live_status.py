@@ -12,7 +12,8 @@ handshake (kernel/frontend.py).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from traitlets import Bool, Unicode
 

@@ -8,8 +8,9 @@ so that an answer cannot make the browser fetch a URL on its own.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token

@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
+from agentik_jupyter.core.mainloop import main_thread_callback
+from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.types import ChatMessage, End, Event, StartResponse, ToolCall
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
-from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
 from agentik_jupyter.widgets.status import ErrorBanner, StatusLine
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
 from agentik_jupyter.widgets.turn_view import close_tree
-from agentik_jupyter.core.mainloop import main_thread_callback
 
 PANEL_TEXT = "Agent chat panel"
 SCROLLER_HEIGHT = "min(40em, 60vh)"  # the whole panel fits a laptop's notebook window
@@ -41,8 +42,10 @@ def user_html(text: str) -> str:
 
 
 STOPPED_HTML = '<div class="agentik-stopped">■ Stopped: the answer above is incomplete.</div>'
-EMPTY_HTML = ('<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
-              '<code>%%agent</code> cell: this session\'s cell turns show here too.</em></div>')
+EMPTY_HTML = (
+    '<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
+    "<code>%%agent</code> cell: this session's cell turns show here too.</em></div>"
+)
 """The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
 a resumed transcript shows it as the same mark the live turn got, not as a failure."""
 
@@ -65,14 +68,17 @@ class ChatPanel:
         # read keeps their place (the browser anchors it); no JavaScript needed.
         self.history = VBox(layout=Layout(flex="0 0 auto"))
         self._empty = HTML(value=EMPTY_HTML)  # what the pane says before the first message (above `history`)
-        self.scroller = Box(children=(self.history, self._empty), layout=Layout(
-            display="flex", flex_flow="column-reverse", height=SCROLLER_HEIGHT, overflow="auto"))
+        self.scroller = Box(
+            children=(self.history, self._empty),
+            layout=Layout(display="flex", flex_flow="column-reverse", height=SCROLLER_HEIGHT, overflow="auto"),
+        )
         self.scroller.add_class("agentik-panel-transcript")
         self.banner = ErrorBanner(session.chat_store)
         self.status = StatusLine(session.agent_store, clock=clock)
         self.notice = HTML(value="")
-        self.input = Text(placeholder="Ask the agent… (Enter sends)", continuous_update=True,
-                          layout=Layout(flex="1 1 auto"))
+        self.input = Text(
+            placeholder="Ask the agent… (Enter sends)", continuous_update=True, layout=Layout(flex="1 1 auto")
+        )
         # Widget messages may arrive on a kernel subshell's thread: hand them to the main loop.
         self.input.on_msg(main_thread_callback(self._on_input_msg))
         self.input.observe(main_thread_callback(self._on_input_value), names="value")
@@ -82,13 +88,21 @@ class ChatPanel:
         # JupyterLab's accept / plain buttons (index.css), as the cards', not ipywidgets' own colours
         self.send_button = Button(description="Send", icon="paper-plane", _dom_classes=ACCEPT_CLASSES)
         self.send_button.on_click(main_thread_callback(lambda _: self.send()))
-        self.stop_button = Button(description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES)
+        self.stop_button = Button(
+            description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES
+        )
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
-        self.widget = VBox(children=(
-            self.title, self.older_button, self.scroller, self.banner.widget,
-            HBox(children=(self.input, self.send_button, self.stop_button)), self.suggestions.widget,
-            HBox(children=(self.status.widget, self.notice)),
-        ))
+        self.widget = VBox(
+            children=(
+                self.title,
+                self.older_button,
+                self.scroller,
+                self.banner.widget,
+                HBox(children=(self.input, self.send_button, self.stop_button)),
+                self.suggestions.widget,
+                HBox(children=(self.status.widget, self.notice)),
+            )
+        )
         self.older_task: asyncio.Task[Any] | None = None
         self.last_task: asyncio.Task[Any] | None = None
         self._body: TurnBody | None = None
@@ -242,7 +256,7 @@ class ChatPanel:
                 if self._body is None or m.role == "user":  # a running turn draws its own
                     for widget in self._widgets([m]):
                         self._add(widget)
-        elif shown and ids[len(ids) - shown:] == self._rendered:  # an older page in front
+        elif shown and ids[len(ids) - shown :] == self._rendered:  # an older page in front
             head = state.messages[: len(ids) - shown]
             self._rendered[:0] = [m.id for m in head]
             self.history.children = (*self._widgets(head), *self.history.children)

@@ -7,7 +7,8 @@ widgets away from orchestrator internals and lets tests drive them with doubles.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.types import Event

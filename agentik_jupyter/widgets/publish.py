@@ -10,8 +10,9 @@ goes out without the round trip; otherwise ipykernel's flush runs as before.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 def _pending(stream: Any) -> bool:

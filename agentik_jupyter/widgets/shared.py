@@ -13,7 +13,8 @@ JupyterLab's theme variables, for the live view, the transcript and the chat pan
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, VBox, Widget
 from ipywidgets.widgets.widget_button import ButtonStyle
@@ -85,8 +86,9 @@ def button(description: str, layout_name: str = "plain", **traits: Any) -> Butto
     return LeanButton(description=description, layout=layout(layout_name), style=button_style(), **traits)
 
 
-def box(kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain",
-        classes: tuple[str, ...] = ()) -> Box:
+def box(
+    kind: type[Box], children: tuple[Widget, ...] = (), layout_name: str = "plain", classes: tuple[str, ...] = ()
+) -> Box:
     kind = LEAN_BOXES.get(kind, kind)
     return kind(children=children, layout=layout(layout_name), _dom_classes=classes)
 

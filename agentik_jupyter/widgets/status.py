@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ipywidgets import HTML, Button, HBox, Layout
 
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED
-from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
+from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.types import EndReason, Usage
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.shared import html
@@ -85,17 +86,25 @@ nothing would act on it (the line says where in words)."""
 
 def goto_html(kind: str) -> str:
     """The go-to control for `kind` ("approval": an approval or trust card; "answer": a diff on a cell)."""
-    return (f' <button type="button" class="{GOTO_CLASS} jp-Button jp-mod-styled" data-agentik-goto="{kind}"'
-            f' title="Scroll to it and put the keyboard on its first button" style="display:none">'
-            f"{GOTO_LABELS[kind]}</button>")
+    return (
+        f' <button type="button" class="{GOTO_CLASS} jp-Button jp-mod-styled" data-agentik-goto="{kind}"'
+        f' title="Scroll to it and put the keyboard on its first button" style="display:none">'
+        f"{GOTO_LABELS[kind]}</button>"
+    )
 
 
 class StatusLine:
     """Follows AgentStore.status while a turn is active; elapsed time ticks once a second
     while the answer does not visibly move (`moved`)."""
 
-    def __init__(self, agent_store: AgentStore, *, clock: Callable[[], float] = time.monotonic,
-                 begun: float | None = None, make: Callable[[str], Any] | None = None) -> None:
+    def __init__(
+        self,
+        agent_store: AgentStore,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        begun: float | None = None,
+        make: Callable[[str], Any] | None = None,
+    ) -> None:
         """`begun`: the turn already started then (on `clock`): the widget opens showing it,
         instead of opening empty and being updated at once. `make(html)`: the widget that
         shows the line (anything with a `value`; an HTML widget by default)."""
@@ -178,8 +187,11 @@ class StatusLine:
             queued = f"◷ Queued ({self._ahead} ahead)" if self._ahead else "◷ Waiting for the previous turn…"
             if waits is None:
                 return queued, None
-            blocker = (f"the turn ahead waits for your approval to run {waits.tool}, in its cell above" if waits.approval
-                       else f"the turn ahead waits for your answer on {waits.where}")
+            blocker = (
+                f"the turn ahead waits for your approval to run {waits.tool}, in its cell above"
+                if waits.approval
+                else f"the turn ahead waits for your answer on {waits.where}"
+            )
             return f"{queued}: {blocker}", waits
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:

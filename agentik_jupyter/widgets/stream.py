@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ipywidgets import HTML, VBox, Widget
 
@@ -52,6 +52,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 Clock = Callable[[], float]
 Place = Callable[[Sequence[Widget], Sequence[Widget]], None]
+
+
 def _scan(src: str) -> tuple[int, int, str | None, str]:
     """Where `src` may be cut: (after the last safe block end, after the last newline,
     the code fence still open at that newline, and its opener line)."""
@@ -198,7 +200,7 @@ class StreamBuffer:
         """A part being sealed, rendered; append-only, from the finished blocks already sent,
         so the part's HTML continues what the frontend has."""
         if self.append_only and self._head and source.startswith(self._head):
-            rest = source[len(self._head):]
+            rest = source[len(self._head) :]
             return self._head_html + (render_markdown(rest) if rest else "")
         return render_markdown(source)
 
@@ -244,7 +246,7 @@ class StreamBuffer:
         if live.shown == rendered:
             return
         if rendered.startswith(live.done):
-            sent = live.append(rendered[len(live.done):], "")
+            sent = live.append(rendered[len(live.done) :], "")
         elif exact:
             sent = live.reset(rendered)
         else:
@@ -279,7 +281,7 @@ class StreamBuffer:
             done, tail = done + tail, ""
         live = self._live
         if sealed and isinstance(live, LiveText) and done.startswith(self._part_sent):
-            self._sealed_unsent += done[len(self._part_sent):]  # (sent with the next tail: one message)
+            self._sealed_unsent += done[len(self._part_sent) :]  # (sent with the next tail: one message)
             self._part_sent = ""
             return
         self.updates += 1
@@ -290,9 +292,9 @@ class StreamBuffer:
             self._place(old, self.widgets)
             sent = len(done) + len(tail)
         elif done.startswith(self._part_sent):
-            sent = live.append(self._sealed_unsent + done[len(self._part_sent):], tail)
+            sent = live.append(self._sealed_unsent + done[len(self._part_sent) :], tail)
         else:  # (the part renders differently than its start did: show it exactly)
-            sent = live.reset(live.done[:len(live.done) - len(self._part_sent)] + self._sealed_unsent + done + tail)
+            sent = live.reset(live.done[: len(live.done) - len(self._part_sent)] + self._sealed_unsent + done + tail)
         self._sealed_unsent = ""
         self._sent_bytes += sent + MSG_OVERHEAD
         self._part_sent = "" if sealed else done

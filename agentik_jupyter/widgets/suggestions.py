@@ -9,7 +9,7 @@ widgets.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ipywidgets import Button, HBox, Layout, Text
 
@@ -46,7 +46,7 @@ class MentionSuggestions:
         for button, (name, kind) in zip(self._buttons, found):
             button.description, button.tooltip = f"@{name}", f"{name}: {kind}"
             button.layout.display = ""
-        for button in self._buttons[len(found):]:
+        for button in self._buttons[len(found) :]:
             button.layout.display = "none"
         self.widget.children = tuple(self._buttons)
         self.widget.layout.display = "flex"

@@ -14,7 +14,8 @@ plus markup (~1.4x), not the HTML and a JSON copy (~2.4x).
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
@@ -53,9 +54,7 @@ def _display_payload(display: dict[str, Any] | None) -> dict[str, str] | None:
     return kept or None
 
 
-def transcript_entries(
-    messages: Sequence[ChatMessage], question: str | None = None
-) -> list[dict[str, Any]]:
+def transcript_entries(messages: Sequence[ChatMessage], question: str | None = None) -> list[dict[str, Any]]:
     """Messages -> JSON entries (tool calls paired with their results, in call order)."""
     entries: list[dict[str, Any]] = []
     if question is not None:
@@ -71,9 +70,17 @@ def transcript_entries(
             elif m.content:
                 entries.append({"role": "assistant", "content": m.content})
             for call in m.tool_calls or []:
-                tools[call.id] = {"role": "tool", "id": call.id, "name": call.name, "args": call.args,
-                                  "result": None, "error": None, "duration_ms": None, "truncated": 0,
-                                  "display": None}
+                tools[call.id] = {
+                    "role": "tool",
+                    "id": call.id,
+                    "name": call.name,
+                    "args": call.args,
+                    "result": None,
+                    "error": None,
+                    "duration_ms": None,
+                    "truncated": 0,
+                    "display": None,
+                }
                 entries.append(tools[call.id])
         elif m.role == "tool" and m.tool_result is not None:
             r = m.tool_result
@@ -82,8 +89,13 @@ def transcript_entries(
                 entry = {"role": "tool", "id": r.tool_call_id, "name": r.name, "args": {}}
                 entries.append(entry)
             text, cut = truncate(result_text(r), RESULT_LIMIT) if r.error is None else (None, 0)
-            entry.update(result=text, error=r.error, duration_ms=r.duration_ms, truncated=cut,
-                         display=_display_payload(r.display))
+            entry.update(
+                result=text,
+                error=r.error,
+                duration_ms=r.duration_ms,
+                truncated=cut,
+                display=_display_payload(r.display),
+            )
     return entries
 
 
@@ -96,9 +108,14 @@ def _entry_call(entry: dict[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     call = ToolCall(id=entry["id"], name=entry["name"], args=entry.get("args") or {})
     if entry.get("result") is None and entry.get("error") is None:
         return call, None
-    result = ToolResult(tool_call_id=call.id, name=call.name, result=entry.get("result"),
-                        error=entry.get("error"), display=entry.get("display"),
-                        duration_ms=entry.get("duration_ms"))
+    result = ToolResult(
+        tool_call_id=call.id,
+        name=call.name,
+        result=entry.get("result"),
+        error=entry.get("error"),
+        display=entry.get("display"),
+        duration_ms=entry.get("duration_ms"),
+    )
     return call, result
 
 
@@ -123,8 +140,11 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
             lines.append(f"Error: {e['message']}")
         else:
             call, result = _entry_call(e)
-            outcome = "(no result)" if result is None else (
-                f"error: {result.error}" if result.error is not None else str(result.result or ""))
+            outcome = (
+                "(no result)"
+                if result is None
+                else (f"error: {result.error}" if result.error is not None else str(result.result or ""))
+            )
             short, cut = truncate(outcome, PLAIN_RESULT_LIMIT)
             lines.append(f"[tool] {call.name} -> {short}{'…' if cut else ''}")
     footer = " · ".join(p for p in (ending_text(status, failed), usage_text(usage)) if p)
@@ -139,8 +159,10 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
         out.append(f'<div style="font-weight:bold">{escape(payload["title"])}</div>')
     for i, e in enumerate(entries):
         if e["role"] == "user":
-            out.append(f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
-                       f'{escape(e["content"])}</span></div>')
+            out.append(
+                f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
+                f"{escape(e['content'])}</span></div>"
+            )
         elif e["role"] == "assistant":
             out.append(_answer_html(e["content"], i if _in_html(e) else None))
         elif e["role"] == "error":
@@ -175,7 +197,8 @@ def _json_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The entries for the JSON copy: an answer keeps its start and points at the HTML."""
     return [
         {"role": "assistant", "content": e["content"][: PLAIN_TEXT_LIMIT - 1] + "…", "in_html": True}
-        if _in_html(e) else e
+        if _in_html(e)
+        else e
         for e in entries
     ]
 

@@ -19,8 +19,8 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
 from agentik_jupyter.core.mainloop import main_thread_callback, run_on_main
-from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES
 from agentik_jupyter.widgets.markdown import escape
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,17 @@ def _env_cell(server: Any) -> str:
 
 def _warnings(servers: list[Any]) -> str:
     """A list above the table: each variable that changes how a server starts, and why."""
-    items = [f"<li>⚠ <b>{escape(server.name)}</b> sets <code>{escape(name)}</code>: {escape(why)}</li>"
-             for server in servers for name, why in server.warnings]
+    items = [
+        f"<li>⚠ <b>{escape(server.name)}</b> sets <code>{escape(name)}</code>: {escape(why)}</li>"
+        for server in servers
+        for name, why in server.warnings
+    ]
     if not items:
         return ""
-    return (f'<div style="{WARN}">This file sets variables that change how its servers start:</div>'
-            '<ul style="margin:2px 0">' + "".join(items) + "</ul>")
+    return (
+        f'<div style="{WARN}">This file sets variables that change how its servers start:</div>'
+        '<ul style="margin:2px 0">' + "".join(items) + "</ul>"
+    )
 
 
 def trust_html(path: str, servers: list[Any]) -> str:
@@ -62,7 +67,13 @@ def trust_html(path: str, servers: list[Any]) -> str:
         policy = server.policy or "ask (default)"
         if policy == "auto":
             policy = "auto: its tools would run without asking"
-        cwd = CODE.format(escape(server.cwd)) if server.cwd else "the kernel's folder" if server.transport == "stdio" else "-"
+        cwd = (
+            CODE.format(escape(server.cwd))
+            if server.cwd
+            else "the kernel's folder"
+            if server.transport == "stdio"
+            else "-"
+        )
         rows.append(
             "<tr>"
             f"<td><b>{escape(server.name)}</b></td><td>{escape(server.transport)}</td>"
@@ -77,7 +88,8 @@ def trust_html(path: str, servers: list[Any]) -> str:
     return (
         f"<div><b>Trust this MCP config?</b> <code>{escape(path)}</code> came with the project. "
         "Until you trust it, none of its servers is started and none of its variables is read.</div>"
-        + _warnings(servers) + table
+        + _warnings(servers)
+        + table
     )
 
 
@@ -91,8 +103,9 @@ class TrustCard:
         self.question = HTML(value=trust_html(path, servers))
         # JupyterLab's accept / plain buttons (index.css), like the approval card's, not ipywidgets' loud colours
         self.trust_button = Button(description="Trust", icon="check", _dom_classes=ACCEPT_CLASSES)
-        self.decline_button = Button(description="Don't trust", icon="times", layout=Layout(width="auto"),
-                                     _dom_classes=PLAIN_CLASSES)
+        self.decline_button = Button(
+            description="Don't trust", icon="times", layout=Layout(width="auto"), _dom_classes=PLAIN_CLASSES
+        )
         self.trust_button.on_click(main_thread_callback(lambda _: self._start(True)))
         self.decline_button.on_click(main_thread_callback(lambda _: self._start(False)))
         self.buttons = HBox(children=(self.trust_button, self.decline_button))

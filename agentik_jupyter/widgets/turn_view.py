@@ -13,12 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ipywidgets import Box, HBox, Output, VBox, Widget
 
+from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.store import ChatState
-from agentik_jupyter.types import AppendText, ChatMessage, End, EndReason, ErrorEvent, Event, StartResponse, ToolCallEvent, Usage
+from agentik_jupyter.notebook import page as frontend
+from agentik_jupyter.types import (
+    AppendText,
+    ChatMessage,
+    End,
+    EndReason,
+    ErrorEvent,
+    Event,
+    StartResponse,
+    ToolCallEvent,
+    Usage,
+)
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.body import TurnBody, question_html
 from agentik_jupyter.widgets.live_status import LiveStatus
@@ -27,8 +40,6 @@ from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.publish import update_now
 from agentik_jupyter.widgets.shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
-from agentik_jupyter.notebook import page as frontend
-from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
 
 __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT", "PLACE_TEXT"]
@@ -148,16 +159,20 @@ class TurnView:
         self._built = True
         begun = (self.clock() if self._started_at is None else self._started_at) if self.started else None
         if frontend.live_text():  # our extension: the line with Stop, the question with the answer: a widget each
-            self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun,
-                                     make=lambda value: LiveStatus(value=value, disabled=not self.armed,
-                                                                   layout=layout("plain")))
+            self.status = StatusLine(
+                self.session.agent_store,
+                clock=self.clock,
+                begun=begun,
+                make=lambda value: LiveStatus(value=value, disabled=not self.armed, layout=layout("plain")),
+            )
             self.stop_button = self.footer = self.status.widget
             live: LiveText | None = LiveText(head=question_html(self.question), layout=layout("tight"))
             self.header = live
         else:
             self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)
-            self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn",
-                                      _dom_classes=PLAIN_CLASSES)
+            self.stop_button = button(
+                "Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn", _dom_classes=PLAIN_CLASSES
+            )
             self.footer = box(HBox, (self.status.widget, self.stop_button))
             live = None
             self.header = html(question_html(self.question))
@@ -337,8 +352,11 @@ class TurnView:
             elapsed = self.status.elapsed_s
         elif self._started_at is not None:
             elapsed = self.clock() - self._started_at
-        self._ending = (self._turn_messages(), self.errors[-1] if self.errors else None,
-                        elapsed if self.started else None)
+        self._ending = (
+            self._turn_messages(),
+            self.errors[-1] if self.errors else None,
+            elapsed if self.started else None,
+        )
         if not self.wait:  # (a waiting view is closed by `finish()` right after)
             self.stop_button.disabled = True
             self._show_in_output(self._make_bundle())
@@ -364,7 +382,12 @@ class TurnView:
             assert self._ending is not None
             messages, error, elapsed = self._ending
             self.bundle = transcript_bundle(
-                messages, question=self.question, status=self.reason, usage=self.usage, error=error, elapsed_s=elapsed,
+                messages,
+                question=self.question,
+                status=self.reason,
+                usage=self.usage,
+                error=error,
+                elapsed_s=elapsed,
             )
         return self.bundle
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -70,8 +70,14 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NotebookK
     db = tmp / "url.agentik.db"
     port = closed_port()
     base_url = f"http://proxyuser:{PASSWORD}@127.0.0.1:{port}/v1?api-key={QUERY_KEY}&key={SHORT_KEY}"
-    env = kernel_env(None, LLM_PROVIDER="openai-compatible", LLM_MODEL="demo", LLM_API_KEY="sk-base-url-test-0001",
-                     LLM_BASE_URL=base_url, AGENTIK_DB_PATH=str(db))
+    env = kernel_env(
+        None,
+        LLM_PROVIDER="openai-compatible",
+        LLM_MODEL="demo",
+        LLM_API_KEY="sk-base-url-test-0001",
+        LLM_BASE_URL=base_url,
+        AGENTIK_DB_PATH=str(db),
+    )
     nb = NotebookKernel(env, tmp)
     try:
         nb.run("%load_ext agentik_jupyter")

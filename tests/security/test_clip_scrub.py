@@ -13,21 +13,23 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.tools.namespace import clip, short_repr
 from agentik_jupyter.security.scrub import forms, scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.tools.namespace import clip, short_repr
 
 from ..kernel_support import NotebookKernel, file_bytes, kernel_env
 
 pytestmark = pytest.mark.timeout(180)
 
-TOKEN = "ghp_" + "Q7vK2mX9pL4nR8tW1yZ6bC3dF5gH0jS" + "aE2rT6uI9oP1lK4jH7gF3dS8aZ5xC0vB" + "nM4qW7eR2tY9uI6oP3aS8dF1gH5jK0"
+TOKEN = (
+    "ghp_" + "Q7vK2mX9pL4nR8tW1yZ6bC3dF5gH0jS" + "aE2rT6uI9oP1lK4jH7gF3dS8aZ5xC0vB" + "nM4qW7eR2tY9uI6oP3aS8dF1gH5jK0"
+)
 """97 characters, set as GITHUB_TOKEN: every 12-character piece of it is recognisable."""
 ENV = {"GITHUB_TOKEN": TOKEN}
 MASK = "[hidden: GITHUB_TOKEN]"
@@ -41,7 +43,7 @@ def pieces(secret: str = TOKEN) -> list[str]:
 def assert_no_piece(where: str, text: str) -> None:
     for piece in pieces():
         at = text.find(piece)
-        assert at < 0, f"a piece of the token ({piece!r}) is in {where}: …{text[max(0, at - 60):at + 80]}…"
+        assert at < 0, f"a piece of the token ({piece!r}) is in {where}: …{text[max(0, at - 60) : at + 80]}…"
 
 
 def test_the_token_is_97_characters() -> None:
@@ -148,7 +150,10 @@ def inspected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Notebo
         try:
             kernel.run("%load_ext agentik_jupyter")
             kernel.run(SETUP)
-            calls = [{"name": "inspect_variable", "args": {"name": n}} for n in ("holder", "many", "prefix_only", "long_text")]
+            calls = [
+                {"name": "inspect_variable", "args": {"name": n}}
+                for n in ("holder", "many", "prefix_only", "long_text")
+            ]
             calls.append({"name": "describe_dataframe", "args": {"name": "tokens"}})
             server.push(Reply.tool_calls(calls), Reply.text("Looked at them."))
             kernel.run("%%agent --wait\nWhat do my variables hold?")
@@ -157,7 +162,9 @@ def inspected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Notebo
             kernel.close()
 
 
-def test_the_model_saw_the_variables_with_the_token_masked(inspected: tuple[NotebookKernel, FakeLLMServer, Path]) -> None:
+def test_the_model_saw_the_variables_with_the_token_masked(
+    inspected: tuple[NotebookKernel, FakeLLMServer, Path],
+) -> None:
     _, server, _ = inspected
     results = [m for m in server.requests[-1].messages if m.get("role") == "tool"]
     assert len(results) == 5, results
@@ -172,7 +179,9 @@ def test_no_request_holds_a_piece_of_the_token(inspected: tuple[NotebookKernel, 
         assert_no_piece("a request the model received", json.dumps(request.body))
 
 
-def test_no_output_or_saved_notebook_holds_a_piece_of_the_token(inspected: tuple[NotebookKernel, FakeLLMServer, Path]) -> None:
+def test_no_output_or_saved_notebook_holds_a_piece_of_the_token(
+    inspected: tuple[NotebookKernel, FakeLLMServer, Path],
+) -> None:
     kernel, _, _ = inspected
     assert_no_piece("the agent cell's outputs (tool cards, transcript)", json.dumps(kernel.nb.cells[-1].outputs))
     assert_no_piece("the saved notebook with its widget state", kernel.saved())

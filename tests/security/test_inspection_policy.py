@@ -10,15 +10,16 @@ allowed. Each case below reached the environment or the shell on the code before
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pandas as pd
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from agentik_jupyter.tools.context import make_context_tools
 from agentik_jupyter.errors import InspectionRefused
+from agentik_jupyter.tools.context import make_context_tools
 
 MARKER_NAME = "AGENTIK_POLICY_TEST_SECRET"
 MARKER_VALUE = "policy-marker-5d1e9b"
@@ -96,7 +97,9 @@ def test_inspect_variable_refuses_what_is_not_user_data(shell: InteractiveShell,
     assert "user's own variables" in message and "public attributes" in message
 
 
-@pytest.mark.parametrize("path", ["os.environ", "holder.env", "env_alias", "get_ipython.__self__.user_ns", "sales._data"])
+@pytest.mark.parametrize(
+    "path", ["os.environ", "holder.env", "env_alias", "get_ipython.__self__.user_ns", "sales._data"]
+)
 def test_describe_dataframe_refuses_the_same_paths(shell: InteractiveShell, path: str) -> None:
     with pytest.raises(InspectionRefused):
         tools(shell)["describe_dataframe"](name=path)

@@ -15,15 +15,14 @@ import base64
 import json
 import logging
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.core.chat_route import handle
+from agentik_jupyter.errors import ChatRouteError, ConfigurationError
 from agentik_jupyter.providers.config import load_config
-from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.security.scrub import install_log_filter, scrub
 from agentik_jupyter.testing import FakeLLMServer, Reply
 
@@ -55,7 +54,9 @@ def leaked_forms(key: str) -> dict[str, str]:
 def assert_clean(where: str, text: str) -> None:
     for key in (KEY, KEY2):
         for name, form in leaked_forms(key).items():
-            assert form not in text, f"the key ({name}) appears in {where}: …{text[max(0, text.find(form) - 80):text.find(form) + 80]}…"
+            assert form not in text, (
+                f"the key ({name}) appears in {where}: …{text[max(0, text.find(form) - 80) : text.find(form) + 80]}…"
+            )
 
 
 def test_scrub_masks_every_form_and_reads_the_environment_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,8 +65,16 @@ def test_scrub_masks_every_form_and_reads_the_environment_at_call_time(monkeypat
     monkeypatch.setenv("SHORT_TOKEN", "abc")
     monkeypatch.setenv("CACHE_KEY_DIR", "/tmp/cache-keys")
     text = " | ".join(
-        [KEY, repr(KEY + "\n"), json.dumps({"k": KEY}), urllib.parse.quote(KEY, safe=""),
-         base64.b64encode(f"user:{KEY}".encode()).decode(), "pw=hunter2-but-longer", "abc", "/tmp/cache-keys"]
+        [
+            KEY,
+            repr(KEY + "\n"),
+            json.dumps({"k": KEY}),
+            urllib.parse.quote(KEY, safe=""),
+            base64.b64encode(f"user:{KEY}".encode()).decode(),
+            "pw=hunter2-but-longer",
+            "abc",
+            "/tmp/cache-keys",
+        ]
     )
     masked = scrub(text)
     assert_clean("scrubbed text", masked)
@@ -88,7 +97,9 @@ def test_a_key_with_a_line_break_is_rejected_without_showing_it() -> None:
     assert "abc" not in message and "def-0123" not in message and "\\n" not in message
 
 
-def test_log_records_of_the_package_are_masked(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_log_records_of_the_package_are_masked(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("LLM_API_KEY", KEY)
     install_log_filter()
     log = logging.getLogger("agentik_jupyter.some.module")
@@ -103,7 +114,9 @@ def test_log_records_of_the_package_are_masked(monkeypatch: pytest.MonkeyPatch, 
     assert_clean("log records", text)
 
 
-async def test_route_replies_and_error_bodies_are_masked(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_route_replies_and_error_bodies_are_masked(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = fake_llm.env(api_key=KEY)
     monkeypatch.setenv("LLM_API_KEY", KEY)  # the server process's own key, which the scrubber reads
     body = {"messages": [{"role": "user", "content": "hi"}]}
@@ -119,24 +132,24 @@ async def test_route_replies_and_error_bodies_are_masked(fake_llm: FakeLLMServer
 
 # ---- the whole session in a real kernel ----
 
-SETUP = f"""
+SETUP = """
 import base64, logging, os
 from agentik_jupyter import tool
 from agentik_jupyter.types import ToolOutput
-_handler = logging.FileHandler({{log!r}})
+_handler = logging.FileHandler({log!r})
 _handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
 logging.getLogger("agentik_jupyter").addHandler(_handler)
 logging.getLogger("agentik_jupyter").setLevel(logging.DEBUG)
 secret_holder = os.environ["LLM_API_KEY"]
-settings = {{{{"auth": "Bearer " + secret_holder, "basic": base64.b64encode(("user:" + secret_holder).encode()).decode(),
-            "escaped": repr(secret_holder + "\\n"), "nested": [{{{{"token": secret_holder}}}}]}}}}
+settings = {{"auth": "Bearer " + secret_holder, "basic": base64.b64encode(("user:" + secret_holder).encode()).decode(),
+            "escaped": repr(secret_holder + "\\n"), "nested": [{{"token": secret_holder}}]}}
 
 @tool(policy="auto")
 def show_credentials() -> ToolOutput:
     \"\"\"Shows the connection settings.\"\"\"
     key = os.environ["LLM_API_KEY"]
-    return ToolOutput(text="settings: " + key, display={{{{"text/html": "<b>" + key + "</b>", "text/plain": key,
-                                                         "application/json": {{{{"key": key}}}}}}}})
+    return ToolOutput(text="settings: " + key, display={{"text/html": "<b>" + key + "</b>", "text/plain": key,
+                                                         "application/json": {{"key": key}}}})
 
 @tool(policy="auto")
 def failing_tool() -> str:
@@ -150,7 +163,19 @@ except ValueError:
     logging.getLogger("agentik_jupyter.user").exception("a traceback carrying the key")
 """
 
-FAULTS = ["401", "403", "404", "429", "500", "503", "reset", "truncated", "malformed_sse", "stream_error", "slow_first_byte"]
+FAULTS = [
+    "401",
+    "403",
+    "404",
+    "429",
+    "500",
+    "503",
+    "reset",
+    "truncated",
+    "malformed_sse",
+    "stream_error",
+    "slow_first_byte",
+]
 READ_TIMEOUT = 2
 """LLM_TIMEOUT in the kernel: the slow first byte trips it in seconds."""
 RETRIED = {"500", "503"}
@@ -185,10 +210,16 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             s.kernel.run(SETUP.format(log=str(s.log)))
             s.agent("Hello!", Reply.text("Hello, how can I help?"))
             for name in ("secret_holder", "settings", "os.environ"):
-                s.agent(f"What is in {name}?", Reply.tool_calls([{"name": "inspect_variable", "args": {"name": name}}]),
-                        Reply.text("Looked."))
-            s.agent("Show the credentials.", Reply.tool_calls([{"name": "show_credentials"}, {"name": "failing_tool"}]),
-                    Reply.text("Shown."))
+                s.agent(
+                    f"What is in {name}?",
+                    Reply.tool_calls([{"name": "inspect_variable", "args": {"name": name}}]),
+                    Reply.text("Looked."),
+                )
+            s.agent(
+                "Show the credentials.",
+                Reply.tool_calls([{"name": "show_credentials"}, {"name": "failing_tool"}]),
+                Reply.text("Shown."),
+            )
             for fault in FAULTS:
                 copies = 3 if fault in RETRIED else 1
                 reply = Reply.fault(fault, message=f"upstream said no to {KEY}", delay=READ_TIMEOUT + 2)
@@ -197,8 +228,11 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             s.redirect_text = s.agent("Through the redirect", redirect)
             s.own_cells.add(len(s.kernel.nb.cells))
             s.kernel.run(f"%%capture\n%env LLM_API_KEY={KEY2}")  # the user's own cell; its output is captured
-            s.agent("What did I run?", Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 3}}]),
-                    Reply.text("You set a variable."))
+            s.agent(
+                "What did I run?",
+                Reply.tool_calls([{"name": "get_cell_history", "args": {"last_n": 3}}]),
+                Reply.text("You set a variable."),
+            )
             s.agent("Last question.", Reply.text("All good."))
             yield s
         finally:

@@ -30,12 +30,25 @@ MARKING = Path(__file__).parent.parent / "mcp_servers" / "marking_server.py"
 
 def write_config(folder: Path, mark: Path, *, extra_args: list[str] | None = None) -> Path:
     config = folder / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {
-        "demo": {"command": sys.executable, "args": [str(MARKING), str(mark), *(extra_args or [])],
-                 "env": {"DEMO_TOKEN": "${LLM_API_KEY}"}, "policy": "auto"},
-        "remote": {"url": "http://127.0.0.1:9/mcp?key=${LLM_API_KEY}",
-                   "headers": {"Authorization": "Bearer ${LLM_API_KEY}"}},
-    }}, indent=1))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "demo": {
+                        "command": sys.executable,
+                        "args": [str(MARKING), str(mark), *(extra_args or [])],
+                        "env": {"DEMO_TOKEN": "${LLM_API_KEY}"},
+                        "policy": "auto",
+                    },
+                    "remote": {
+                        "url": "http://127.0.0.1:9/mcp?key=${LLM_API_KEY}",
+                        "headers": {"Authorization": "Bearer ${LLM_API_KEY}"},
+                    },
+                }
+            },
+            indent=1,
+        )
+    )
     return config
 
 

@@ -36,16 +36,30 @@ ENV = {
 
 def write_config(folder: Path, mark: Path) -> Path:
     config = folder / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"helper": {
-        "command": sys.executable, "args": ["-c", f"open({str(mark)!r}, 'w')"],
-        "env": ENV, "cwd": "tools",
-    }}}, indent=1))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "helper": {
+                        "command": sys.executable,
+                        "args": ["-c", f"open({str(mark)!r}, 'w')"],
+                        "env": ENV,
+                        "cwd": "tools",
+                    }
+                }
+            },
+            indent=1,
+        )
+    )
     return config
 
 
 def card_html(kernel: RawKernel) -> str:
-    cards = [m["content"]["data"]["state"]["value"] for m in kernel.comm_opens("HTMLModel")
-             if "Trust this MCP config?" in m["content"]["data"]["state"].get("value", "")]
+    cards = [
+        m["content"]["data"]["state"]["value"]
+        for m in kernel.comm_opens("HTMLModel")
+        if "Trust this MCP config?" in m["content"]["data"]["state"].get("value", "")
+    ]
     assert len(cards) == 1, cards
     return str(cards[0])
 
@@ -67,8 +81,11 @@ def test_the_trust_card_shows_env_values_warnings_and_cwd(tmp_path: Path) -> Non
     (project / "tools").mkdir(parents=True)
     mark = tmp_path / "started"
     write_config(project, mark)
-    env = kernel_env(AGENTIK_DB_PATH=str(tmp_path / "s.db"), JUPYTER_DATA_DIR=str(tmp_path / "data"),
-                     JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    env = kernel_env(
+        AGENTIK_DB_PATH=str(tmp_path / "s.db"),
+        JUPYTER_DATA_DIR=str(tmp_path / "data"),
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+    )
     kernel = RawKernel(env, project)
     try:
         kernel.text("%load_ext agentik_jupyter")

@@ -8,9 +8,9 @@ import pytest
 async def test_a_key_pasted_into_a_question_or_attached_by_a_mention_never_reaches_the_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agentik_jupyter.tools.registry import ToolRegistry
     from agentik_jupyter.core.session import Session
     from agentik_jupyter.testing.scripted import ScriptedTransport, Step
+    from agentik_jupyter.tools.registry import ToolRegistry
 
     key = "sk-agentik-PASTED-0123456789abcdef"
     monkeypatch.setenv("LLM_API_KEY", key)

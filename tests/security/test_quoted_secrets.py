@@ -11,16 +11,16 @@ only its escaped forms and their pieces can catch it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from agentik_jupyter.tools.inspection import inspect_value
-from agentik_jupyter.tools.namespace import short_repr
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.tools.inspection import inspect_value
+from agentik_jupyter.tools.namespace import short_repr
 
 from ..kernel_support import NotebookKernel, file_bytes, kernel_env
 
@@ -53,7 +53,7 @@ def assert_no_piece(where: str, text: str) -> None:
         for i in range(len(form) - PIECE + 1):
             piece = form[i : i + PIECE]
             at = text.find(piece)
-            assert at < 0, f"a piece of the key ({name}: {piece!r}) is in {where}: …{text[max(0, at - 60):at + 80]}…"
+            assert at < 0, f"a piece of the key ({name}: {piece!r}) is in {where}: …{text[max(0, at - 60) : at + 80]}…"
 
 
 def test_the_key_s_forms_differ_and_have_no_plain_piece() -> None:
@@ -67,12 +67,12 @@ def test_the_key_s_forms_differ_and_have_no_plain_piece() -> None:
     "shown",
     [
         pytest.param(lambda: repr(KEY), id="repr"),
-        pytest.param(lambda: repr(["say \"hi\"", KEY]), id="repr-of-a-list"),
+        pytest.param(lambda: repr(['say "hi"', KEY]), id="repr-of-a-list"),
         pytest.param(lambda: f"{ {'key': KEY, 'note': NOTE} }", id="f-string-of-a-dict"),
         pytest.param(lambda: json.dumps({"key": KEY}), id="json"),
         pytest.param(lambda: json.dumps({"config": repr({"key": KEY, "q": '"'})}), id="json-of-a-repr"),
         pytest.param(lambda: repr('"' + json.dumps({"key": KEY})), id="repr-of-json"),
-        pytest.param(lambda: str(ValueError(f"bad key {KEY!r} in \"settings\"")), id="error"),
+        pytest.param(lambda: str(ValueError(f'bad key {KEY!r} in "settings"')), id="error"),
         pytest.param(lambda: repr(RuntimeError('"', KEY)), id="repr-of-an-error"),
     ],
 )
@@ -149,7 +149,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Notebook
     tmp = tmp_path_factory.mktemp("quoted")
     db = tmp / "quoted.agentik.db"
     with FakeLLMServer() as server:
-        kernel = NotebookKernel(kernel_env(server, AGENTIK_DB_PATH=str(db), AGENTIK_APPROVE="auto", SERVICE_API_KEY=KEY), tmp)
+        kernel = NotebookKernel(
+            kernel_env(server, AGENTIK_DB_PATH=str(db), AGENTIK_APPROVE="auto", SERVICE_API_KEY=KEY), tmp
+        )
         try:
             kernel.run("%load_ext agentik_jupyter")
             kernel.run(SETUP)

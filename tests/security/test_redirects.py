@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentik_jupyter.errors import RedirectError
 from agentik_jupyter.providers.base import ChatParams, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
-from agentik_jupyter.errors import RedirectError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
 from agentik_jupyter.types import ChatMessage
@@ -24,7 +24,9 @@ async def test_a_307_to_another_origin_is_an_error_and_the_target_gets_nothing(
     with FakeLLMServer() as origin, FakeLLMServer() as elsewhere:
         origin.push(Reply.fault("redirect", location=f"http://127.0.0.1:{elsewhere.port}{status_path}"))
         adapter = make_adapter(load_config(origin.env(provider, api_key=KEY)))
-        params = ChatParams(model="fake-model", messages=[ChatMessage(role="user", content="hi")], system_prompt="s", tool_schemas=[])
+        params = ChatParams(
+            model="fake-model", messages=[ChatMessage(role="user", content="hi")], system_prompt="s", tool_schemas=[]
+        )
         try:
             with pytest.raises(RedirectError) as caught:
                 if stream:
@@ -39,4 +41,3 @@ async def test_a_307_to_another_origin_is_an_error_and_the_target_gets_nothing(
         assert caught.value.status == 307 and "307" in message
         assert f"http://127.0.0.1:{elsewhere.port}" in message
         assert "/v1/" not in message and "key=abc" not in message and KEY not in message
-

@@ -20,11 +20,11 @@ import socket
 import pytest
 
 from agentik_jupyter.core.chat_route import stream_chat
+from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError
+from agentik_jupyter.providers.config import load_config
+from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.dataframes import describe_frame
 from agentik_jupyter.tools.inspection import inspect_value
-from agentik_jupyter.providers.config import load_config
-from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError
-from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage
 
 pytestmark = pytest.mark.timeout(120)

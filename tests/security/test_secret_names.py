@@ -12,8 +12,8 @@ a password) is left alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -117,8 +117,10 @@ def inspected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Notebo
         try:
             kernel.run("%load_ext agentik_jupyter")
             kernel.run(SETUP)
-            server.push(Reply.tool_calls([{"name": "inspect_variable", "args": {"name": "connections"}}]),
-                        Reply.text("Those are your connections."))
+            server.push(
+                Reply.tool_calls([{"name": "inspect_variable", "args": {"name": "connections"}}]),
+                Reply.text("Those are your connections."),
+            )
             kernel.run("%%agent --wait\nWhich connections do I have?")
             yield kernel, server, db
         finally:

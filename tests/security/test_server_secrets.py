@@ -35,8 +35,13 @@ def headers(server: RunningServer, **extra: str) -> dict[str, str]:
 
 def sse_events(server: RunningServer, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = []
-    with httpx2.stream("POST", f"{server.url}/agentik/api/chat", json=body,
-                       headers=headers(server, Accept="text/event-stream"), timeout=60) as r:
+    with httpx2.stream(
+        "POST",
+        f"{server.url}/agentik/api/chat",
+        json=body,
+        headers=headers(server, Accept="text/event-stream"),
+        timeout=60,
+    ) as r:
         assert r.status_code == 200, r.read()
         kind = ""
         for line in r.iter_lines():
@@ -83,11 +88,19 @@ def test_the_server_log_holds_no_key(server: RunningServer, llm: FakeLLMServer) 
     events = sse_events(server, body)
     assert events[-1][0] == "error"
     referer = f"http://127.0.0.1/lab?note={KEY}"
-    r = httpx2.get(f"{server.url}/agentik/api/sessions", params={"path": f"../{KEY}.ipynb"},
-                   headers=headers(server, Referer=referer), timeout=30)
+    r = httpx2.get(
+        f"{server.url}/agentik/api/sessions",
+        params={"path": f"../{KEY}.ipynb"},
+        headers=headers(server, Referer=referer),
+        timeout=30,
+    )
     assert r.status_code == 400
-    r = httpx2.get(f"{server.url}/agentik/api/sessions/{KEY}", params={"path": f"{KEY}.txt", "limit": KEY},
-                   headers=headers(server, Referer=referer), timeout=30)
+    r = httpx2.get(
+        f"{server.url}/agentik/api/sessions/{KEY}",
+        params={"path": f"{KEY}.txt", "limit": KEY},
+        headers=headers(server, Referer=referer),
+        timeout=30,
+    )
     assert r.status_code == 400
     log = wait_for_log(server, "agentik chat")
     assert_clean("the server's log", log)

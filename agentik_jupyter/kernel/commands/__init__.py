@@ -6,10 +6,18 @@ import shlex
 from typing import Any
 
 from agentik_jupyter.kernel.agent import get_agent
-from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.fix import fix_command
+from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.panel import panel_command
-from agentik_jupyter.kernel.commands.sessions import delete_command, new_command, rename_command, resume_command, sessions_command, status_command, stop_command
+from agentik_jupyter.kernel.commands.sessions import (
+    delete_command,
+    new_command,
+    rename_command,
+    resume_command,
+    sessions_command,
+    status_command,
+    stop_command,
+)
 from agentik_jupyter.kernel.commands.settings import config_command
 from agentik_jupyter.kernel.commands.tools import policy_command, tools_command
 from agentik_jupyter.notebook.export import export_command
@@ -37,6 +45,7 @@ Usage: %agent <command>
                     the project's AGENTS.md, and whether it is added to the prompt
   fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
   export [PATH]     the code the agent ran in this session, as a new notebook"""
+
 
 async def run_command(shell: Any, line: str) -> None:
     """Run one `%agent` line; an unknown command prints the usage."""

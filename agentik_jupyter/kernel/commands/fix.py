@@ -24,8 +24,10 @@ async def fix_command(agent: Any, args: list[str]) -> None:
             print(f"agentik: cell {args[0]} shows no error to fix.")
             return
     if failure is None:
-        print("agentik: no cell has failed since the extension was loaded: "
-              "run the failing cell again, or name it with %agent fix CELL_ID.")
+        print(
+            "agentik: no cell has failed since the extension was loaded: "
+            "run the failing cell again, or name it with %agent fix CELL_ID."
+        )
         return
     question = scrub(fix_question(failure))  # the key the session's expander finds the details by
     hold(shell, question, f"{HEADER}\n\n{fix_prompt(failure, shell.user_ns)}")

@@ -13,8 +13,8 @@ def _when(ts: float) -> str:
 
 
 async def status_command(agent: Any, args: list[str]) -> None:
-    from agentik_jupyter.providers.config import load_config
     from agentik_jupyter.errors import ConfigurationError
+    from agentik_jupyter.providers.config import load_config
     from agentik_jupyter.security.scrub import scrub
 
     try:
