@@ -1,4 +1,4 @@
-"""What a session (conversation) id may be: `[A-Za-z0-9_-]{1,64}`, checked wherever one is read.
+"""What a session id may be: `[A-Za-z0-9_-]{1,64}`, checked wherever one is read.
 
 Ids come from the sessions file, and a project can ship that file. An id travels on into
 URLs, terminals, the sidebar and (once) code the sidebar built, so anything but a plain token

@@ -59,7 +59,7 @@ async def test_always_belongs_to_one_conversation_and_can_be_revoked() -> None:
     gate = ApprovalGate(present, timeout=5, scope=lambda: scope[0])
     call = ToolCall(id="c4", name="run_code", args={"code": "1"})
     assert await gate(call, RUN) is True and gate.always == {"run_code"}
-    assert await gate(call, RUN) is True and len(asked) == 1  # always, in this conversation
+    assert await gate(call, RUN) is True and len(asked) == 1  # always, in this session
     scope[0] = "conv_b"  # %agent new / resume another
     assert gate.always == set() and await gate(call, RUN) is False and len(asked) == 2
     scope[0] = "conv_a"

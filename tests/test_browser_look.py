@@ -136,7 +136,7 @@ def test_1_approval_card_buttons_are_jupyterlab_buttons(lab: Lab) -> None:
     approve.wait_for(timeout=30_000)
     deny = ask.get_by_role("button", name="Deny")
     shot(lab, "approval_card.png", at=approve)
-    for button in (approve, deny, ask.get_by_role("button", name="Always in this conversation")):
+    for button in (approve, deny, ask.get_by_role("button", name="Always in this session")):
         loud = [c for c in classes(button) if c in ("mod-success", "mod-danger", "mod-warning")]
         assert not loud, classes(button)
     assert "agentik-button-accept" in classes(approve)

@@ -24,7 +24,7 @@ def test_always_is_listed_revoked_and_does_not_survive_a_new_conversation(tmp_pa
             assert "none" in kernel.text("%agent policy")
             kernel.run(f"{gate}.always.add('run_code')")  # what the card's "Always" button records
             assert "run_code" in kernel.text("%agent policy")
-            assert "always allowed in this conversation" in kernel.text("%agent tools")
+            assert "always allowed in this session" in kernel.text("%agent tools")
             assert "asks again" in kernel.text("%agent policy --reset")
             assert "none" in kernel.text("%agent policy")
             kernel.run(f"{gate}.always.add('run_code')")

@@ -267,7 +267,7 @@ def effective_policy(definition: ToolDefinition, gate: ApprovalGate | None = Non
     if mode != "ask":
         return f"{mode} ({APPROVE_ENV}={mode})"
     if gate is not None and definition.name in gate.always:
-        return "auto (always allowed in this conversation; %agent policy --reset asks again)"
+        return "auto (always allowed in this session; %agent policy --reset asks again)"
     if gate is not None and gate.present is None:
         return "ask (no approval UI: denied)"
     return "ask"

@@ -126,7 +126,7 @@ def recap_html(main: str, everything: str) -> str:
 def decision_text(request: ApprovalRequestLike) -> str:
     text = DECISIONS.get(request.decision or "", "Pending")
     if request.decision == "approved" and request.always:
-        text += f" (always for {request.tool_name} in this conversation)"
+        text += f" (always for {request.tool_name} in this session)"
     elif request.decision == "denied" and request.reason and request.reason != "denied by the user":
         text += f" ({request.reason})"
     return text
@@ -142,7 +142,7 @@ class ApprovalCard:
         # extension styles with the theme's variables (labextension/style/index.css).
         self.approve_button = button("Approve", icon="check", _dom_classes=ACCEPT_CLASSES)
         self.deny_button = button("Deny", icon="times", _dom_classes=REJECT_CLASSES)
-        self.always_button = button("Always in this conversation", "auto", _dom_classes=PLAIN_CLASSES)
+        self.always_button = button("Always in this session", "auto", _dom_classes=PLAIN_CLASSES)
         # Clicks may arrive on a kernel subshell's thread: decide on the main loop.
         self.approve_button.on_click(main_thread_callback(lambda _: self.request.approve()))
         self.deny_button.on_click(main_thread_callback(lambda _: self.request.deny()))

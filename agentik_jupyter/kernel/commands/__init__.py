@@ -32,10 +32,10 @@ Usage: %agent <command>
   rename TITLE      rename the current session
   delete ID         delete a session and its messages (an unambiguous id prefix will do)
   tools             the tools the model can call, with their approval policy
-  policy            the tools allowed "always" in this conversation
+  policy            the tools allowed "always" in this session
   policy TOOL auto|ask|deny
                     change a tool's approval policy for this kernel (ask also revokes "always")
-  policy --reset    revoke every "always" of this conversation
+  policy --reset    revoke every "always" of this session
   mcp [trust|untrust [PATH]]
                     the MCP config, whether it is trusted; trust or untrust it
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)

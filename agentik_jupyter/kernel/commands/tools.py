@@ -18,7 +18,7 @@ async def tools_command(agent: Any, args: list[str]) -> None:
 async def policy_command(agent: Any, args: list[str]) -> None:
     if not args:
         allowed = sorted(agent.gate.always)
-        print("Allowed always in this conversation: " + (", ".join(allowed) if allowed else "none"))
+        print("Allowed always in this session: " + (", ".join(allowed) if allowed else "none"))
         return
     if args == ["--reset"]:
         agent.gate.forget()
