@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "tool":
+        # load time: importing the package stays cheap; the agent loads on first use
         from agentik_jupyter.tools.registry import tool
 
         return tool
@@ -26,6 +27,7 @@ def __getattr__(name: str) -> Any:
 
 def current_session() -> Any:
     """The Session the next `%%agent` turn goes to in this kernel (None before the first turn)."""
+    # load time: importing the package stays cheap; the agent loads on first use
     from IPython import get_ipython
 
     from agentik_jupyter.kernel.agent import get_agent
@@ -39,6 +41,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    # load time: importing the package stays cheap; the agent loads on first use
     from agentik_jupyter.kernel.extension import load
     from agentik_jupyter.notebook import page as frontend
 
@@ -47,6 +50,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    # load time: importing the package stays cheap; the agent loads on first use
     from agentik_jupyter.kernel.extension import unload
     from agentik_jupyter.notebook import page as frontend
 

@@ -169,6 +169,33 @@ def test_no_import_cycle() -> None:
     )
 
 
+def _lazy_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Imports of our own modules inside functions (module-level `if`/`try` blocks are the top)."""
+    top: set[int] = set()
+    for statement in tree.body:
+        nodes = ast.walk(statement) if isinstance(statement, (ast.If, ast.Try)) else [statement]
+        top.update(id(node) for node in nodes)
+    return [
+        node
+        for node in _imports(tree)
+        if id(node) not in top
+        and ((node.module or "") if isinstance(node, ast.ImportFrom) else node.names[0].name).startswith(PACKAGE.name)
+    ]
+
+
+def test_a_lazy_import_says_it_is_for_load_time() -> None:
+    """An import inside a function is for load time only, and a comment just above it says so."""
+    silent = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in _lazy_imports(ast.parse(source)):
+            above = lines[max(0, node.lineno - 4) : node.lineno]
+            if not any("load time" in line for line in above):
+                silent.append(f"{_module_name(path)}:{node.lineno}")
+    assert not silent, "imports inside functions without a '# load time: …' comment (hoist them):\n" + "\n".join(silent)
+
+
 @pytest.mark.parametrize(
     "graph, expected",
     [

@@ -23,6 +23,7 @@ from agentik_jupyter.providers._http import close_on_its_loop
 from agentik_jupyter.providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
 from agentik_jupyter.providers.config import ProviderConfig, load_config, make_adapter
 from agentik_jupyter.security.scrub import scrub, scrub_value
+from agentik_jupyter.tools.registry import default_registry
 from agentik_jupyter.types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
 
 BASE_SYSTEM_PROMPT = """\
@@ -233,8 +234,6 @@ async def handle(
     if tool_schemas is None:
         tool_schemas = request.tools
     if tool_schemas is None:
-        from agentik_jupyter.tools.registry import default_registry
-
         tool_schemas = default_registry.to_tool_schemas()
     try:
         response = await collect(

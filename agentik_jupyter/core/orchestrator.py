@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentik_jupyter.core.store import AgentStore, ChatStore
-from agentik_jupyter.errors import ConfigurationError, ProviderError
+from agentik_jupyter.errors import ConfigurationError, MalformedResponseError, ProviderError
 from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -281,8 +281,6 @@ class Orchestrator:
             if aclose is not None:
                 await aclose()
         if response is None:
-            from agentik_jupyter.errors import MalformedResponseError
-
             raise MalformedResponseError("The model's answer ended before it was complete.")
         outcome.usage = _add_usage(outcome.usage, response.usage)
         return response

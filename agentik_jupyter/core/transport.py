@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from agentik_jupyter.core.chat_route import stream_chat
+from agentik_jupyter.core.server_info import find_server
 from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError, ProviderError
 from agentik_jupyter.providers.base import (
     ProviderChatResponse,
@@ -194,8 +195,6 @@ def default_transport(model: str | None = None) -> InProcessTransport | ServerTr
     or a transport whose every turn says clearly that there is none (never a silent fallback
     that would need the key in the kernel)."""
     if os.environ.get("AGENTIK_TRANSPORT", "").lower() == "server":
-        from agentik_jupyter.core.server_info import find_server
-
         server = find_server()
         if server is None:
             return ServerNotFoundTransport(model)

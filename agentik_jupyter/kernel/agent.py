@@ -16,8 +16,13 @@ from agentik_jupyter.core.session import Session
 from agentik_jupyter.core.transport import default_transport
 from agentik_jupyter.ids import check_session_id
 from agentik_jupyter.kernel import interrupt
+from agentik_jupyter.kernel.mcp_servers import ensure_mcp
+from agentik_jupyter.notebook.instructions import finder_for
 from agentik_jupyter.notebook.mentions import expand_mentions, suggest_names
+from agentik_jupyter.notebook.tools import register_notebook_tools
 from agentik_jupyter.persistence import AsyncSessionDB, ConversationInfo, DBLocation, locate_db
+from agentik_jupyter.tools.approval import ApprovalGate
+from agentik_jupyter.tools.context import register_context_tools, variables_of
 from agentik_jupyter.tools.registry import ToolRegistry, default_registry
 from agentik_jupyter.types import AgentContext
 
@@ -28,11 +33,6 @@ class KernelAgent:
     """One per IPython shell: `get_agent(shell)` creates or returns it."""
 
     def __init__(self, shell: Any) -> None:
-        from agentik_jupyter.notebook.instructions import finder_for
-        from agentik_jupyter.notebook.tools import register_notebook_tools
-        from agentik_jupyter.tools.approval import ApprovalGate
-        from agentik_jupyter.tools.context import register_context_tools
-
         self.shell = shell
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
@@ -155,8 +155,6 @@ class KernelAgent:
 
     def context(self, cell_id: str | None = None) -> AgentContext:
         """What the model is told about the notebook for this turn."""
-        from agentik_jupyter.tools.context import variables_of
-
         path = self.location.notebook_path
         return AgentContext(
             notebook_path=str(path) if path else None,
@@ -168,8 +166,6 @@ class KernelAgent:
 
     async def ensure_mcp(self) -> None:
         """Start the trusted MCP servers on the first turn, or show the trust card (kernel/mcp_commands.py)."""
-        from agentik_jupyter.kernel.mcp_servers import ensure_mcp
-
         await ensure_mcp(self)
 
     def close(self) -> None:

@@ -42,6 +42,7 @@ Action = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
     from agentik_jupyter.kernel.agent import get_agent
     from agentik_jupyter.persistence import ConversationNotFoundError
 
@@ -56,6 +57,7 @@ async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
     from agentik_jupyter.kernel.agent import peek_agent
 
     agent = peek_agent(shell)
@@ -63,6 +65,7 @@ async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
     from agentik_jupyter.kernel.agent import get_agent
     from agentik_jupyter.kernel.commands.fix import fix_command
 
@@ -88,6 +91,7 @@ async def answer(shell: Any, data: Any) -> dict[str, Any]:
     try:
         return await action(shell, data)
     except Exception as exc:
+        # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
         from agentik_jupyter.security.scrub import scrub
 
         return {"ok": False, "error": scrub(str(exc) or type(exc).__name__)}

@@ -20,6 +20,7 @@ _LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")
 
 
 def _wants_wait(line: str) -> bool:
+    # load time: %load_ext stays cheap; the agent loads on first use
     from agentik_jupyter.errors import OptionsError
     from agentik_jupyter.kernel.turn_options import parse_options
 
@@ -59,18 +60,20 @@ def transform(lines: list[str]) -> list[str]:
 def load(ipython: Any) -> None:
     if transform in ipython.input_transformers_cleanup:
         return
+    # load time: %load_ext stays cheap; the agent loads on first use
     from agentik_jupyter.security.scrub import install_log_filter
 
     install_log_filter()
     ipython.register_magics(AgentMagics)
 
-    # The helpers import the turn and the commands when called: %load_ext stays cheap.
     async def cell_helper(line: str, body: str) -> None:
+        # load time: %load_ext stays cheap; the turn's machinery loads when a --wait cell runs
         from agentik_jupyter.kernel.turns import run_cell_turn
 
         await run_cell_turn(ipython, line, body)
 
     async def line_helper(rest: str) -> None:
+        # load time: %load_ext stays cheap; the commands load when a top-level %agent line runs
         from agentik_jupyter.kernel.commands import run_command
 
         await run_command(ipython, rest)
@@ -85,6 +88,7 @@ def load(ipython: Any) -> None:
 
 
 def _shutdown(ipython: Any) -> None:
+    # load time: %load_ext stays cheap; the agent loads on first use
     from agentik_jupyter.kernel.agent import forget_agent
 
     forget_agent(ipython)

@@ -27,7 +27,7 @@ class AgentMagics(Magics):
         except OptionsError as exc:
             print(f"agentik: {exc}")
             return
-        # imported here, not at the top: %load_ext stays cheap, the agent loads on the first turn
+        # load time: %load_ext stays cheap; the agent loads on the first turn
         from agentik_jupyter.kernel.turns import start_cell_turn
 
         start_cell_turn(self.shell, opts, cell)
@@ -35,7 +35,7 @@ class AgentMagics(Magics):
     @line_magic("agent")
     def agent_line(self, line: str) -> None:
         """`%agent status|sessions|resume [ID]|new|rename TITLE|delete ID|tools|config|panel|stop`."""
-        # imported here, not at the top: %load_ext stays cheap, the agent loads on first use
+        # load time: %load_ext stays cheap; the agent loads on first use
         from agentik_jupyter.core.mainloop import run_on_main
         from agentik_jupyter.kernel.commands import run_command
 

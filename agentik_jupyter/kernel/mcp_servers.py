@@ -15,6 +15,7 @@ from typing import Any
 def manager_for(agent: Any) -> Any:
     """The kernel's MCPManager, created on first use for the notebook's folder."""
     if agent.mcp is None:
+        # load time: the MCP machinery loads when a notebook first uses it
         from agentik_jupyter.mcp import MCPManager
 
         notebook = agent.location.notebook_path
@@ -32,6 +33,7 @@ def _shown(agent: Any) -> set[str]:
 
 def show_trust_card(agent: Any, project: Any) -> Any:
     """Display the card for this version of the file in the current cell's output."""
+    # load time: ipywidgets loads when a widget is first shown
     from IPython.display import display
 
     from agentik_jupyter.widgets.trust_card import TrustCard

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from agentik_jupyter._version import __version__
 from agentik_jupyter.errors import AgentikError, MCPRedirectError, MCPServerError
 from agentik_jupyter.mcp.config import (
     DEFAULT_CALL_TIMEOUT,
@@ -30,6 +31,8 @@ from agentik_jupyter.mcp.config import (
     ServerConfig,
     StdioServerConfig,
 )
+from agentik_jupyter.mcp.http_client import make_http_client
+from agentik_jupyter.mcp.processes import server_group
 from agentik_jupyter.types import ApprovalPolicy
 
 if TYPE_CHECKING:
@@ -228,8 +231,6 @@ class ServerConnection:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.types import Implementation
 
-        from agentik_jupyter._version import __version__
-
         config = self.config
         transport: Any = self.target
         if isinstance(config, StdioServerConfig):
@@ -238,8 +239,6 @@ class ServerConnection:
             )
             transport = stdio_client(params, errlog=stack.enter_context(self._open_errlog()))
         elif isinstance(config, HttpServerConfig):
-            from agentik_jupyter.mcp.http_client import make_http_client
-
             http = make_http_client(config)
             await stack.enter_async_context(http)
             transport = streamable_http_client(config.url, http_client=http)
@@ -250,8 +249,6 @@ class ServerConnection:
         """Remember the stdio server's process group, for the kill at kernel exit."""
         self.pgid = None
         if isinstance(self.config, StdioServerConfig) and self.log_path is not None:
-            from agentik_jupyter.mcp.processes import server_group
-
             self.pgid = server_group(self.log_path)
 
     def _open_errlog(self) -> Any:

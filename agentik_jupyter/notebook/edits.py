@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.notebook.cells import ANCHOR
 from agentik_jupyter.notebook.document import NotebookDoc, summarize_output
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.security import invisible
@@ -88,8 +89,6 @@ def _display(diff: str) -> dict[str, str]:
 
 def in_request() -> bool:
     """Whether the asking cell still executes (`--wait`): a cell run it asks for waits for it."""
-    from agentik_jupyter.notebook.cells import ANCHOR
-
     anchor = ANCHOR.get()
     return anchor is not None and anchor.in_request
 

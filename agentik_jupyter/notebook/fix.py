@@ -40,6 +40,7 @@ class Failure:
 
 
 def _cell_id(shell: Any) -> str | None:
+    # load time: the failure log is installed at %load_ext; this loads when a cell fails
     from agentik_jupyter.notebook.cells import asking_cell_id
 
     return asking_cell_id(shell)
@@ -112,6 +113,7 @@ def failure_from_cell(cell: Any) -> Failure | None:
 
 def named_variables(source: str, user_ns: dict[str, Any]) -> list[str]:
     """One line per user variable the cell's code names (type and shape, from metadata only)."""
+    # load time: the failure log is installed at %load_ext; this loads when a fix is asked for
     from agentik_jupyter.tools.namespace import shape_of, type_name
 
     try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentik_jupyter.core.server_info import find_server
 from agentik_jupyter.security.trust import TrustStore, digest
 
 FILENAME = "AGENTS.md"
@@ -105,8 +106,6 @@ class InstructionsFinder:
 
 
 def finder_for(notebook: Path | None) -> InstructionsFinder:
-    from agentik_jupyter.core.server_info import find_server
-
     server = find_server()
     root = Path(server.root_dir) if server is not None and server.root_dir else None
     return InstructionsFinder(notebook.parent if notebook is not None else Path.cwd(), root)

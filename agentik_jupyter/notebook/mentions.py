@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentik_jupyter.notebook.attachments import take
+from agentik_jupyter.tools.namespace import type_name, user_variables
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolOutput
 
@@ -85,8 +86,6 @@ def suggest_names(shell: Any, prefix: str, limit: int = 8) -> list[tuple[str, st
     """The user variables whose names start with `prefix` (case-insensitive), with their type
     names: what the panel offers as the user types `@`. Read from the names and `type()` only,
     so no object of the user's runs any code for it."""
-    from agentik_jupyter.tools.namespace import type_name, user_variables
-
     wanted = prefix.lower()
     found = [
         (name, type_name(value))

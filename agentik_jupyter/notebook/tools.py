@@ -22,6 +22,7 @@ from agentik_jupyter.notebook.images import output_images
 from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.notebook.rerun import dependents, rerun_report
+from agentik_jupyter.tools.approval import approval_timeout
 from agentik_jupyter.tools.images import with_images
 from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
@@ -52,8 +53,6 @@ async def load_notebook(notebook_path: NotebookPath) -> NotebookDoc:
 
 
 def _decision_timeout() -> float | None:
-    from agentik_jupyter.tools.approval import approval_timeout
-
     return approval_timeout()
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from agentik_jupyter.errors import MalformedResponseError
 from agentik_jupyter.types import ChatMessage, ToolSchema, Usage
 
 
@@ -95,7 +96,5 @@ async def collect(deltas: AsyncIterator[ProviderDelta]) -> ProviderChatResponse:
         if isinstance(delta, StreamDone):
             final = delta.response
     if final is None:
-        from agentik_jupyter.errors import MalformedResponseError
-
         raise MalformedResponseError("The provider stream ended without a final response.")
     return final

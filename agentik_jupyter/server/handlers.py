@@ -15,7 +15,9 @@ from agentik_jupyter.core.chat_route import error_body, handle, load_body
 from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.server.base import AgentikHandler
 from agentik_jupyter.server.limits import max_body_bytes, too_large_body
+from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
 from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
+from agentik_jupyter.tools.registry import default_registry
 
 
 @tornado.web.stream_request_body
@@ -95,8 +97,6 @@ class ChatHandler(AgentikHandler):
             return
         tools = request.tools
         if tools is None:
-            from agentik_jupyter.tools.registry import default_registry
-
             tools = default_registry.to_tool_schemas()
         self.start_event_stream()
         self._turn = asyncio.ensure_future(self._pump(request, tools))
@@ -129,8 +129,6 @@ class ChatHandler(AgentikHandler):
 
 
 def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
-    from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
-
     base = web_app.settings["base_url"]
     web_app.add_handlers(
         ".*$",

@@ -18,6 +18,7 @@ from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
+from agentik_jupyter.notebook.cells import CellAnchor, anchored
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage, End, Event, StartResponse, ToolCall
@@ -124,7 +125,6 @@ class ChatPanel:
         message = (self.input.value if text is None else text).strip()
         if not message:
             return None
-        from agentik_jupyter.notebook.cells import CellAnchor, anchored
 
         with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
             self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)

@@ -37,7 +37,7 @@ from agentik_jupyter.widgets.body import TurnBody, question_html
 from agentik_jupyter.widgets.live_status import LiveStatus
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
-from agentik_jupyter.widgets.publish import update_now
+from agentik_jupyter.widgets.publish import display_now, update_now
 from agentik_jupyter.widgets.shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -71,8 +71,6 @@ Displayer = Callable[[dict[str, Any]], None]
 
 
 def _display_bundle(bundle: dict[str, Any]) -> None:
-    from agentik_jupyter.widgets.publish import display_now
-
     display_now(bundle, raw=True)
 
 

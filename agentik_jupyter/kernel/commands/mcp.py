@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agentik_jupyter.kernel.mcp_servers import manager_for, show_trust_card
+from agentik_jupyter.mcp import MCPConfigError
 
 MCP_USAGE = """\
 Usage: %agent mcp [trust|untrust [PATH]]
@@ -41,8 +42,6 @@ def _state(manager: Any) -> None:
 
 async def mcp_command(agent: Any, args: list[str]) -> None:
     """`%agent mcp`, `%agent mcp trust [PATH]`, `%agent mcp untrust [PATH]`."""
-    from agentik_jupyter.mcp import MCPConfigError
-
     manager = manager_for(agent)
     await manager.refresh()
     if not args:

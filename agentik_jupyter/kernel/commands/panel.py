@@ -6,6 +6,7 @@ from typing import Any
 
 
 async def panel_command(agent: Any, args: list[str]) -> None:
+    # load time: ipywidgets loads when a widget is first shown
     from IPython.display import display
 
     from agentik_jupyter.widgets import ChatPanel

@@ -5,7 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
+from agentik_jupyter.providers.config import load_config
+from agentik_jupyter.security.scrub import scrub
 
 
 def _when(ts: float) -> str:
@@ -13,10 +16,6 @@ def _when(ts: float) -> str:
 
 
 async def status_command(agent: Any, args: list[str]) -> None:
-    from agentik_jupyter.errors import ConfigurationError
-    from agentik_jupyter.providers.config import load_config
-    from agentik_jupyter.security.scrub import scrub
-
     try:
         config = load_config()
         print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.shown_url)}")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.security.urls import redact_urls
+
 SETTINGS = [
     "LLM_PROVIDER",
     "LLM_MODEL",
@@ -22,9 +25,6 @@ SETTINGS = [
 
 
 async def config_command(agent: Any, args: list[str]) -> None:
-    from agentik_jupyter.security.scrub import scrub
-    from agentik_jupyter.security.urls import redact_urls
-
     key = "set" if os.environ.get("LLM_API_KEY") else "not set"
     print(f"{'LLM_API_KEY':<26} {key}")
     for name in SETTINGS:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentik_jupyter.kernel.tools_table import show_tools
+
 
 async def tools_command(agent: Any, args: list[str]) -> None:
-    from agentik_jupyter.kernel.tools_table import show_tools
-
     await agent.ensure_mcp()
     show_tools(agent.registry, agent.gate)  # a table that wraps between words, with the aligned text beside it
     if agent.mcp is not None:
