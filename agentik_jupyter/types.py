@@ -44,7 +44,7 @@ class ToolCall(_Model):
 
 
 class ImagePart(_Model):
-    """An image the model sees (a plot), already fitted to the budget by vision.py; base64 data."""
+    """An image the model sees (a plot), already fitted to the budget by tools/vision.py; base64 data."""
 
     mime: str
     data: str

@@ -4,7 +4,7 @@
 what a frontend waits for the cell, and the messages are what it receives meanwhile (the
 kernel's `status` and `execute_input` echoes left out: every cell has those).
 
-With `frontend=` the client answers the kernel's frontend handshake (kernel/frontend.py) the
+With `frontend=` the client answers the kernel's frontend handshake (notebook/page.py) the
 way our lab extension does (labextension/src/livetext.ts): a turn then streams as it would in
 JupyterLab with the extension. Without it the client is a frontend without the extension
 (VS Code, nbclient): the kernel keeps ipywidgets' own widgets.

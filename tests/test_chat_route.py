@@ -1,4 +1,4 @@
-"""chat.py: request validation, the system prompt, and the route's error mapping."""
+"""core/chat_route.py: request validation, the system prompt, and the route's error mapping."""
 
 from __future__ import annotations
 

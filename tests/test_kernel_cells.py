@@ -1,7 +1,7 @@
 """insert_cell from a background turn, in a real kernel: this test plays the JupyterLab extension.
 
 The kernel asks the notebook extension (``agentik.notebook``, action ``insert_cell``) per
-proposed cell, on the one request/answer path of notebook/frontend.py; the extension inserts
+proposed cell, on the one request/answer path of notebook/requests.py; the extension inserts
 the cell and answers by opening ``agentik.notebook.reply``. Without an answer (a frontend
 without the extension closes the comm, a runner ignores it) the proposal falls back to
 IPython's set_next_input payload. The browser test covers the real extension.

@@ -1,6 +1,6 @@
 """A paced answer in a real kernel, with and without a frontend that answered the handshake.
 
-A frontend with our extension answers the kernel's hello (kernel/frontend.py) by opening
+A frontend with our extension answers the kernel's hello (notebook/page.py) by opening
 `agentik.frontend.reply` with `{"live_text": 1}`, as labextension/src/livetext.ts does; the
 answer then streams into one append-only LiveText, each piece of it crossing about once. A
 frontend without it (VS Code, nbclient, this client when it does not answer) keeps ipywidgets'

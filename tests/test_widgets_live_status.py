@@ -1,6 +1,6 @@
 """An append-only view opens three widgets: the question with the answer, the status with Stop, their box.
 
-With our lab extension (kernel/frontend.py) a turn's view was the question and the status line as
+With our lab extension (notebook/page.py) a turn's view was the question and the status line as
 two HTML widgets, Stop, an HBox for the line and Stop, the box, and a LiveText for the answer:
 six opens (~2.6 KB of a paced turn's ~16 KB) and an update when the answer came. The question now
 opens with the LiveText the answer streams into (`head`), and the status line and Stop are one

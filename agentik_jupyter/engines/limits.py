@@ -1,6 +1,6 @@
 """Every limit of the engine summaries in one place.
 
-The character budget matches kernel/dataframes.py (BUDGET_CHARS) so a lazy frame
+The character budget matches tools/dataframes.py (BUDGET_CHARS) so a lazy frame
 costs the model what a pandas frame does; a test keeps the two equal.
 """
 

@@ -165,7 +165,7 @@ class KernelAgent:
         )
 
     async def ensure_mcp(self) -> None:
-        """Start the trusted MCP servers on the first turn, or show the trust card (kernel/mcp_commands.py)."""
+        """Start the trusted MCP servers on the first turn, or show the trust card (kernel/mcp_servers.py)."""
         await ensure_mcp(self)
 
     def close(self) -> None:

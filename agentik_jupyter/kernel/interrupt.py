@@ -9,7 +9,7 @@ orchestrator turns into an interrupted turn; otherwise (the turn waits for the
 model or for a worker thread, or the signal hit the loop's or our own machinery)
 it stops the turn from the main loop. A cell that is running keeps ipykernel's
 own handler; a `%%agent --wait` cell is cancelled by it and stops its turn
-itself, and a tool of its turn is interrupted by the handler of interruptible.py.
+itself, and a tool of its turn is interrupted by the handler of tools/interruptible.py.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def install(
             return
         mark()  # even if a tool swallows the KeyboardInterrupt, no further model call is made
         if asyncio.current_task(loop) is turn and lands_in_tool_code(frame):
-            # interruptible.py's handler usually raises first; but an async cell that ends while the
+            # tools/interruptible.py's handler usually raises first; but an async cell that ends while the
             # tool runs puts this one back in its place (test_interrupt_after_cell.py): raise here too
             raise KeyboardInterrupt  # the turn's tool code runs: it ends there, and records itself
         loop.call_soon_threadsafe(stop)

@@ -8,7 +8,7 @@ Two routes, chosen per turn by the anchor the turn was started with:
 - **From the background** (a default `%%agent` cell, the chat panel): the cell that asked
   has already replied, so a payload would wait for the next cell the user runs. Instead
   the kernel asks the notebook extension (`insert_cell`, through the one request/answer
-  path of notebook/frontend.py), which inserts the cell below the asking cell (or the
+  path of notebook/requests.py), which inserts the cell below the asking cell (or the
   active cell for the panel) and answers with the new cell's id. When nothing answers
   (no extension: VS Code, classic runners) the payload route is the fallback.
 

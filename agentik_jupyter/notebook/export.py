@@ -33,7 +33,7 @@ from agentik_jupyter.persistence import AuditEntry
 from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
 
 EXPORTED_TOOL = "run_code"
-INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (kernel/cells.py)
+INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (notebook/cells.py)
 PAGE = 500
 QUESTION_CHARS = 500
 

@@ -3,7 +3,7 @@
 The kernel opens a comm to `agentik.frontend` ("hello"); our lab extension (labextension/src/
 livetext.ts) registers that target on every notebook kernel connection and answers by opening
 `agentik.frontend.reply` with what it has (`{"live_text": 1}`: the append-only answer widget,
-widgets/live_text.py). As in notebook/frontend.py the answer travels on a comm the frontend
+widgets/live_text.py). As in notebook/requests.py the answer travels on a comm the frontend
 opens: every other client of the kernel (a console, VS Code, a second browser without the
 extension) closes a comm whose target it does not know, and that close must not hide the
 answer. No answer (VS Code, nbclassic, nbclient, a kernel without a frontend) keeps every view

@@ -1,6 +1,6 @@
 """Asking the JupyterLab extension about the live notebook: the one request/answer path.
 
-Read its cells, insert a proposed cell (kernel/cells.py), propose an edit, re-run cells.
+Read its cells, insert a proposed cell (notebook/cells.py), propose an edit, re-run cells.
 The kernel opens a comm to `agentik.notebook` per request; the extension answers by
 opening `agentik.notebook.reply` with the same `request_id`. The answer travels on a comm
 the frontend opens, not on the kernel's: every other client connected to the kernel (a

@@ -47,7 +47,7 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{512,}={0,2}")
 
 def estimate_tokens(text: str) -> int:
     """≈ chars / 4, rounded up; an embedded image (a long base64 run) counts IMAGE_TOKENS, since
-    models bill images by pixels (vision.py keeps them small), not by their base64 length."""
+    models bill images by pixels (tools/vision.py keeps them small), not by their base64 length."""
     images = 0
     if len(text) > 512:
         text, images = _BASE64_RUN.subn("", text)

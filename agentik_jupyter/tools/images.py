@@ -1,6 +1,6 @@
 """Images a tool found (cell outputs, Out[n] figures), sent with the tool's text within the budget.
 
-They take the same path as run_code's plots (vision.py): fitted to the pixel and byte budget, at
+They take the same path as run_code's plots (tools/vision.py): fitted to the pixel and byte budget, at
 most MAX_IMAGES_PER_RESULT per result, and with `LLM_VISION=0` a text line instead (the figure's
 description when the kernel still has the figure object). The tool card shows the first one.
 """

@@ -7,7 +7,7 @@ an HTML widget shows it) and a Stop button (`disabled`); a click comes back as a
 `{"event": "stop"}` (ipywidgets' Button click, `{"event": "click"}`, is taken too: a client that
 clicks Stop as a Button works unchanged). It has the Button's `disabled` and `on_click`, so the
 turn view drives it as it drives the Button. Used only after the frontend answered the
-handshake (kernel/frontend.py).
+handshake (notebook/page.py).
 """
 
 from __future__ import annotations

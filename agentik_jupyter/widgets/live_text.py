@@ -7,7 +7,7 @@ livetext.ts) showing `value + tail`: `value`, HTML of finished Markdown blocks, 
 a frontend asks for it and when `reset` makes the shown text exact; between those
 `append(done, tail)` sends a custom message with what changed (`append`): each character crosses about once. Appends are custom messages, not
 state: a runner that saves widget state (nbclient) would keep only `value`, but such runners
-never get this widget (kernel/frontend.py: only a frontend that answered the handshake does).
+never get this widget (notebook/page.py: only a frontend that answered the handshake does).
 
 The kernel keeps the text shown so far, so a frontend asking for the state later (a second
 view, a reload) gets all of it, not only what was opened with.

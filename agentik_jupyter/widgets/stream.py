@@ -11,7 +11,7 @@ size grows with the answer, so a long answer has O(log n) widgets, not one per b
 `finish(exact=False)` only stops (for a view a transcript is about to replace; a LiveText
 still gets its missing end when that is all it needs).
 
-When the frontend has our lab extension (kernel/frontend.py), the answer streams instead into
+When the frontend has our lab extension (notebook/page.py), the answer streams instead into
 one `LiveText` widget (widgets/live_text.py) that appends: each update carries only what
 changed (finished blocks once, as HTML; of the unfinished tail, its new end), at most
 APPEND_RATE_HZ times a second. Seals then move the part into the appended HTML (the widget

@@ -6,7 +6,7 @@
  * active cell) and never runs it. The kernel side is agentik_jupyter/notebook/cells.py.
  *
  * Nobody approved the code, so the cell is marked as an unrun proposal: its first line is the
- * kernel's comment saying so (kernel/cells.py PROPOSAL_LINE, already in `source`), and the cell
+ * kernel's comment saying so (notebook/cells.py PROPOSAL_LINE, already in `source`), and the cell
  * carries the tag `agentik-proposal` and the metadata `{"agentik": {"proposal": true}}`, which
  * stay in the saved notebook for any reader or tool (nbconvert's TagRemovePreprocessor, papermill).
  */
