@@ -172,7 +172,7 @@ def paced_turns() -> dict[str, dict[str, Any]]:
         try:
             kernel.run(SETUP)
             kernel.run(TOOL_SETUP)
-            if not kernel.value("__import__('agentik_jupyter.notebook.page').kernel.frontend.live_text()"):
+            if not kernel.value("__import__('agentik_jupyter.notebook.page', fromlist=['live_text']).live_text()"):
                 raise RuntimeError("the kernel did not take the frontend's answer")
             plain = _measure(kernel, server, tool=False)
             with_tool = _measure(kernel, server, tool=True)

@@ -109,8 +109,10 @@ def _turn(server: FakeLLMServer, tmp_path: Path, *, answered: bool) -> tuple[int
         kernel.text("%load_ext agentik_jupyter")
         if answered:
             _answer_hello(kernel)
-            kernel.wait_until("__import__('agentik_jupyter.notebook.page').kernel.frontend.live_text()")
-        assert kernel.value("__import__('agentik_jupyter.notebook.page').kernel.frontend.live_text()") is answered
+            kernel.wait_until("__import__('agentik_jupyter.notebook.page', fromlist=['live_text']).live_text()")
+        assert (
+            kernel.value("__import__('agentik_jupyter.notebook.page', fromlist=['live_text']).live_text()") is answered
+        )
         server.push(Reply.text(ANSWER, chunks=len(ANSWER) // CHUNK, first_byte_after=0.3))
         ex = kernel.execute(CELL, timeout=60)
         assert ex.ok, ex.text
