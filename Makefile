@@ -48,6 +48,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 
+# mypy on the package (pyproject.toml [tool.mypy]); .ci/run runs it after the linters
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
 dist: $(LABEXT)
 	rm -rf dist
 	$(PY) -m build -o dist .
