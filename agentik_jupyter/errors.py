@@ -242,7 +242,7 @@ class ChatRouteError(AgentikError):
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:
         body = scrub_value(body)
-        super().__init__(body.get("message") or body.get("error"))
+        super().__init__(body.get("message") or body.get("error") or "")
         self.status = status
         self.body = body
 

@@ -235,17 +235,17 @@ class Session:
             await self._lock.acquire()
         except asyncio.CancelledError:
             if me in self._waiting:
-                self._waiting.remove(me)  # type: ignore[arg-type]
+                self._waiting.remove(me)
                 self._queue_changed()
             if me not in self._dequeued:
                 raise
-            self._dequeued.discard(me)  # type: ignore[arg-type]
+            self._dequeued.discard(me)
             if me is not None:
                 me.uncancel()
             return TurnOutcome(reason="interrupted", error=DEQUEUED, error_code="dequeued")
         try:
             if me in self._waiting:
-                self._waiting.remove(me)  # type: ignore[arg-type]
+                self._waiting.remove(me)
             self._task, self._stop.requested = me, False
             self._queue_changed()
             if on_start is not None:
@@ -394,7 +394,7 @@ class Session:
             self._working.append([user_msg])
             return history
         history = await self._begin_saved(self.db, user, budget)
-        if self.title is None:
+        if self.title is None and self.conversation_id is not None:  # (`_begin_saved` set it)
             self.title = (await self.db.get_conversation(self.conversation_id)).title
         return history
 

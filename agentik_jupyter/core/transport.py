@@ -136,6 +136,7 @@ def _raise_error(data: dict[str, Any], status: int | None) -> None:
 
 async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """SSE frames -> (event type, JSON data); comments and ids are skipped."""
+    data: list[str]
     kind, data = "message", []
     async for line in lines:
         if not line:

@@ -29,6 +29,11 @@ from typing import Any, Generic, Protocol, TypeVar
 from agentik_jupyter.engines.limits import CANCEL_GRACE_S, POLL_S, SAMPLE_ROWS
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+def _not_late(until: float | None = None) -> None:
+    return None
 
 
 class OverBudget(Exception):
@@ -38,16 +43,16 @@ class OverBudget(Exception):
     time `until` (waited for; now if None), else None.
     """
 
-    def __init__(self, message: str, late: Callable[[float | None], Any] = lambda until=None: None) -> None:
+    def __init__(self, message: str, late: Callable[[float | None], Any] = _not_late) -> None:
         super().__init__(message)
         self.late = late
 
 
 @dataclass
-class Job(Generic[T]):
+class Job(Generic[T_co]):
     """One engine call: `run` does it (in the worker thread), `cancel` stops it from another thread."""
 
-    run: Callable[[], T]
+    run: Callable[[], T_co]
     cancel: Callable[[], None] = lambda: None
 
 

@@ -111,7 +111,7 @@ class MCPManager:
         self._listeners: list[StatusListener] = []
         self._loaded = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._starting: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[list[ServerStatus]] | None = None
         self._closing: asyncio.Task[None] | None = None
 
     # ---- configuration ----

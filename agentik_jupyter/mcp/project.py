@@ -131,9 +131,9 @@ def _summary(name: str, raw: Any, base_dir: Path | None = None) -> ServerSummary
         headers = raw.get("headers") if isinstance(raw.get("headers"), dict) else {}
         target = str(raw["url"]) + (f" (headers: {', '.join(map(str, headers))})" if headers else "")
         return ServerSummary(name, "http", target, reads, (), policy)
-    args = raw.get("args") if isinstance(raw.get("args"), list) else []
+    args = found if isinstance(found := raw.get("args"), list) else []
     command = " ".join(str(part) for part in [raw.get("command", "(no command)"), *args])
-    env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
+    env = given if isinstance(given := raw.get("env"), dict) else {}
     shown = tuple((str(key), shown_value(str(key), value)) for key, value in env.items())
     return ServerSummary(name, "stdio", command, reads, shown, policy, _cwd(raw.get("cwd"), base_dir))
 

@@ -95,7 +95,7 @@ def in_request() -> bool:
 
 def _ran(cell_id: str, reply: dict[str, Any]) -> tuple[str, bool]:
     """What the accepted cell did when it ran (the evidence the model verifies its fix with), and whether it failed."""
-    outputs = reply.get("outputs") if isinstance(reply.get("outputs"), list) else []
+    outputs = found if isinstance(found := reply.get("outputs"), list) else []
     lines = [summarize_output(o) for o in outputs if isinstance(o, dict)]
     failed = any(isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
     verdict = "it still fails" if failed else "it ran without an error"

@@ -75,11 +75,11 @@ class FrontendNotebook:
         request_id = uuid.uuid4().hex
         pending = self._pending[request_id] = _Pending(asyncio.get_running_loop())
         comm = create_comm(target_name=REQUEST_TARGET, data={"action": action, "request_id": request_id, **data})
-        comm.on_close(
-            lambda _msg: pending.loop.call_soon_threadsafe(
-                pending.loop.call_later, CLOSED_GRACE_S, pending.replies.put_nowait, None
-            )
-        )
+
+        def closed(_msg: dict[str, Any]) -> None:
+            pending.loop.call_soon_threadsafe(pending.loop.call_later, CLOSED_GRACE_S, pending.replies.put_nowait, None)
+
+        comm.on_close(closed)
         try:
             first = await self._next(pending, REPLY_TIMEOUT_S)
             if first is None:

@@ -82,7 +82,7 @@ def dependents(cells: list[Cell], index: int) -> tuple[list[Cell], set[str]]:
 
 def rerun_report(reply: dict[str, Any], asked: list[str]) -> str:
     """What the re-run showed, cell by cell, for the model to verify the fix with."""
-    cells = reply.get("cells") if isinstance(reply.get("cells"), list) else []
+    cells = found if isinstance(found := reply.get("cells"), list) else []
     lines: list[str] = []
     for entry in cells:
         if not isinstance(entry, dict):

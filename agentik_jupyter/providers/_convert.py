@@ -13,11 +13,11 @@ from agentik_jupyter.types import ToolParameter, ToolResult, ToolSchema
 def parameter_schema(param: ToolParameter) -> dict[str, Any]:
     """The JSON schema of one parameter; an explicit `json_schema` wins over the short form."""
     if param.json_schema is not None:
-        schema = dict(param.json_schema)
+        schema: dict[str, Any] = dict(param.json_schema)
         if param.description and "description" not in schema:
             schema["description"] = param.description
         return schema
-    schema: dict[str, Any] = {"type": param.type}
+    schema = {"type": param.type}
     if param.description:
         schema["description"] = param.description
     if param.enum is not None:

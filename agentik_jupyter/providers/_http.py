@@ -14,7 +14,7 @@ import json
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -298,7 +298,7 @@ async def open_response(
         await retry.sleep(delay)
 
 
-def close_on_its_loop(close: Callable[[], Awaitable[None]], loop: asyncio.AbstractEventLoop | None) -> None:
+def close_on_its_loop(close: Callable[[], Coroutine[Any, Any, None]], loop: asyncio.AbstractEventLoop | None) -> None:
     """Run `close()` (a client's or adapter's aclose) on the loop its client was made on.
 
     A client cannot be closed from another loop; if its loop is gone its sockets went with it.
@@ -310,11 +310,11 @@ def close_on_its_loop(close: Callable[[], Awaitable[None]], loop: asyncio.Abstra
     except RuntimeError:
         current = None
     if loop is current:
-        task = loop.create_task(close())  # type: ignore[arg-type]
+        task = loop.create_task(close())
         _closing.add(task)
         task.add_done_callback(_closing.discard)
     elif loop.is_running():
-        asyncio.run_coroutine_threadsafe(close(), loop)  # type: ignore[arg-type]
+        asyncio.run_coroutine_threadsafe(close(), loop)
 
 
 _closing: set[asyncio.Task[None]] = set()

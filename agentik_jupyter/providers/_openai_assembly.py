@@ -80,7 +80,7 @@ class ChatCompletionAccumulator:
                 continue
             delta = choice.get("delta")
             if not isinstance(delta, dict):
-                delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+                delta = message if isinstance(message := choice.get("message"), dict) else {}
             out += self._content(delta.get("content"))
             out += self._reasoning_fields(delta)
             for position, raw_call in enumerate(_list(delta.get("tool_calls"))):
@@ -167,12 +167,12 @@ class ChatCompletionAccumulator:
         return pos
 
     def _tool_call(self, raw: dict[str, Any], position: int) -> list[ProviderDelta]:
-        call_id = raw.get("id") if isinstance(raw.get("id"), str) else ""
+        call_id = raw_id if isinstance(raw_id := raw.get("id"), str) else ""
         pos = self._target(raw, position, call_id)
         call = self._calls[pos]
         if call_id and not call.id:
             call.id = call_id
-        function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+        function = found if isinstance(found := raw.get("function"), dict) else {}
         name = function.get("name")
         if isinstance(name, str) and name:
             call.name = name

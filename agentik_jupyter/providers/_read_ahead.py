@@ -82,8 +82,10 @@ def _close(out: list[ProviderDelta], run: list[Assembled]) -> None:
 class StreamAssembly(Protocol):
     """One wire format's assembly of a streamed body, fed its bytes as they come."""
 
-    done: bool
-    """Set when the stream said it is over (the body's end is then not waited for)."""
+    @property
+    def done(self) -> bool:
+        """Set when the stream said it is over (the body's end is then not waited for)."""
+        ...
 
     def feed_many(self, chunks: list[bytes], out: list[Assembled]) -> None:
         """Add to `out` the deltas (or bare text) these bytes complete, read in one go (nothing
@@ -99,7 +101,8 @@ class StreamAssembly(Protocol):
 class ChunkFeeder(Protocol):
     """An assembly fed one chunk at a time (the fallback of `feed_many`)."""
 
-    done: bool
+    @property
+    def done(self) -> bool: ...
 
     def feed(self, chunk: bytes, out: list[Any]) -> None: ...
 

@@ -16,7 +16,7 @@ from agentik_jupyter.providers import _constants as C
 from agentik_jupyter.providers._anthropic_assembly import MessageAccumulator, message_as_events
 from agentik_jupyter.providers._convert import input_schema, tool_result_text
 from agentik_jupyter.providers._http import ClientHolder, RetryPolicy, Timeouts, open_response
-from agentik_jupyter.providers._read_ahead import feed_each, read_ahead
+from agentik_jupyter.providers._read_ahead import Assembled, feed_each, read_ahead
 from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from agentik_jupyter.providers.openai_compatible import endpoint_url
@@ -100,7 +100,7 @@ class AnthropicStream:
             if self.acc.stopped:
                 break
 
-    def feed_many(self, chunks: list[bytes], out: list[ProviderDelta]) -> None:
+    def feed_many(self, chunks: list[bytes], out: list[Assembled]) -> None:
         feed_each(self, chunks, out)  # (what follows message_stop is not read)
 
     def end(self) -> list[ProviderDelta]:

@@ -35,7 +35,7 @@ class ChatHandler(AgentikHandler):
     _chunks: list[bytes]
     _received: int = 0
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # type: ignore[override]  # as jupyter_server's own APIHandler.prepare
         self._cap, self._chunks, self._received = max_body_bytes(), [], 0
         await super().prepare()
         if self._finished:

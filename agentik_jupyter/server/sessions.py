@@ -58,7 +58,7 @@ def _status(exc: SessionDBError) -> int:
 
 class _SessionsBase(AgentikHandler):
     def _db_path(self) -> Path:
-        root = self.settings.get("server_root_dir") or self.serverapp.root_dir
+        root = self.settings.get("server_root_dir") or self.serverapp.root_dir  # type: ignore[union-attr]  # set while serving
         return sessions_file(str(root), self.get_query_argument("path", ""))
 
     def _int(self, name: str, default: int | None, low: int = 0, high: int | None = None) -> int | None:

@@ -83,7 +83,7 @@ def _named(asked: Asked, text: str) -> str | None:
     """The variable the text names (a frame first), if any."""
     named = [name for name, _ in asked.variables if re.search(rf"(?<![\w.]){re.escape(name)}\b", text)]
     frames = [n for n in named if n in asked.frames()]
-    return (frames or named or [None])[0]
+    return next(iter(frames or named), None)
 
 
 def _frame(asked: Asked, text: str) -> str | None:

@@ -92,7 +92,7 @@ def _tools(request: RecordedRequest) -> dict[str, dict[str, Any]]:
     for tool in body.get("tools") or []:
         if not isinstance(tool, dict):
             continue
-        spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        spec = nested if isinstance(nested := tool.get("function"), dict) else tool
         name = spec.get("name")
         if isinstance(name, str):
             found[name] = spec.get("parameters") or spec.get("input_schema") or {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from agentik_jupyter.engines.limits import describe_budget_s
@@ -239,7 +240,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
         """
         return await run_in_shell(shell, code)
 
-    plain = [list_variables, inspect_variable, describe_dataframe, get_cell_history]
+    plain: list[Callable[..., Any]] = [list_variables, inspect_variable, describe_dataframe, get_cell_history]
     tools = [definition_from_function(fn, policy="auto", source="builtin") for fn in plain]  # reads
     tools[0].quick = True  # list_variables reads names and types, like the prompt's variable list
     tools.append(definition_from_function(run_code, policy="ask", source="builtin"))

@@ -43,7 +43,7 @@ async def run_in_shell(shell: Any, code: str) -> ToolOutput:
         raise CodeExecutionError(_syntax_message(exc)) from None
     final: ast.expr | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        final = tree.body.pop().value  # type: ignore[union-attr]
+        final = tree.body.pop().value
     filename = shell.compile.cache(source, 0, raw_code=code)
     flags = shell.compile.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     body = compile(tree, filename, "exec", flags=flags, dont_inherit=True)

@@ -100,4 +100,4 @@ def interruptible(on_interrupt: Callable[[], None] | None = None) -> Iterator[No
         if handler is not None:
             handler.active = False  # if someone saved it meanwhile, it now only passes the signal on
             if signal.getsignal(signal.SIGINT) is handler:
-                signal.signal(signal.SIGINT, handler.previous)
+                signal.signal(signal.SIGINT, previous)

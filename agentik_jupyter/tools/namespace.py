@@ -15,7 +15,7 @@ import os
 import reprlib
 import sys
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sized
 from typing import Any
 
 from agentik_jupyter import engines
@@ -36,7 +36,7 @@ _SHAPED_CLASSES = (
 )
 
 # Builtin containers whose len() is a C field read (subclasses count only if they keep that len).
-_SIZED_BUILTINS: tuple[type, ...] = (str, bytes, bytearray, list, tuple, dict, set, frozenset, collections.deque)
+_SIZED_BUILTINS: tuple[type[Sized], ...] = (str, bytes, bytearray, list, tuple, dict, set, frozenset, collections.deque)
 
 _ROUTINE_TYPES: tuple[type, ...] = (
     types.FunctionType,

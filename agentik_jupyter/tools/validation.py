@@ -101,9 +101,9 @@ def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
         return [f"arguments must be a JSON object, got {_json_type(args)}"]
     problems: list[str] = []
     declared = {p.key: p for p in parameters}
-    for p in parameters:
-        if p.required and p.key not in args:
-            problems.append(f"missing required argument '{p.key}' ({p.type})")
+    for param in parameters:
+        if param.required and param.key not in args:
+            problems.append(f"missing required argument '{param.key}' ({param.type})")
     for key, value in args.items():
         p = declared.get(key)
         if p is None:

@@ -39,7 +39,7 @@ def _shared(key: str, make: Callable[[], W]) -> W:
     widget = _made.get(key)
     if widget is None or getattr(widget, "comm", None) is None:  # first use, or closed (Widget.close_all)
         widget = _made[key] = make()
-    return widget  # type: ignore[return-value]
+    return widget
 
 
 def layout(name: str = "plain") -> Layout:

@@ -102,7 +102,7 @@ class StreamBuffer:
         self.clock = clock
         self.widget: VBox | None = None
         if place is None:
-            self.widget = box(VBox)  # type: ignore[assignment]
+            self.widget = box(VBox)
             place = self._place_in_box
         self._place = place
         self.append_only = frontend.live_text() if append_only is None else append_only
