@@ -89,6 +89,9 @@ class StopFlag:
 class Transport(Protocol):
     """How the loop reaches a model: in-process adapter, Jupyter server route, or a script."""
 
+    model: str | None
+    """The model to ask (None: the configured one); `Session` sets it for a turn's `--model`."""
+
     def stream(
         self,
         messages: list[ChatMessage],

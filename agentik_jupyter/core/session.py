@@ -73,7 +73,7 @@ class Session:
         self.conversation_id = conversation_id
         self.title: str | None = None
         self.model = model
-        self.approval_presenter: Callable[[Any], None] | None = None
+        self.approval_presenter: Callable[[Any], object] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
         self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
         self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
@@ -349,13 +349,13 @@ class Session:
             await self.fail_turn(EMPTY_INPUT, "empty_input")
             return TurnOutcome(reason="error", error=EMPTY_INPUT, error_code="empty_input")
         transport = self.orchestrator.transport
-        if model is not None and hasattr(transport, "model"):
-            previous_model, transport.model = transport.model, model  # type: ignore[attr-defined]
+        if model is not None:
+            previous_model, transport.model = transport.model, model
         try:
             return await self._run(text, context, model or self.model)
         finally:
-            if model is not None and hasattr(transport, "model"):
-                transport.model = previous_model  # type: ignore[attr-defined]
+            if model is not None:
+                transport.model = previous_model
 
     async def _run(self, text: str, context: AgentContext | None, model: str | None) -> TurnOutcome:
         user = UserMessage(content=text, context=context)

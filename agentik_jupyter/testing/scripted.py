@@ -64,6 +64,7 @@ class ScriptedTransport:
     def __init__(self, steps: list[Step | Callable[[SentRequest], Step]] | None = None) -> None:
         self.steps = list(steps or [])
         self.requests: list[SentRequest] = []
+        self.model: str | None = None  # a turn's `--model` lands here; the script answers whatever it is
 
     def push(self, *steps: Step | Callable[[SentRequest], Step]) -> None:
         self.steps.extend(steps)

@@ -83,7 +83,7 @@ class ChatPanel:
         # Widget messages may arrive on a kernel subshell's thread: hand them to the main loop.
         self.input.on_msg(main_thread_callback(self._on_input_msg))
         self.input.observe(main_thread_callback(self._on_input_value), names="value")
-        self.suggestions = MentionSuggestions(self.input, lambda: getattr(session, "name_suggester", None))
+        self.suggestions = MentionSuggestions(self.input, lambda: session.name_suggester)
         self._submit_due = False
         self._submit_timer: asyncio.TimerHandle | None = None
         # JupyterLab's accept / plain buttons (index.css), as the cards', not ipywidgets' own colours
@@ -128,8 +128,7 @@ class ChatPanel:
 
         with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
             self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
-        ahead_of = getattr(self.session, "ahead_of", None)
-        ahead = ahead_of(self.last_task) if ahead_of is not None else None
+        ahead = self.session.ahead_of(self.last_task)
         self.notice.value = f"<em>Queued ({ahead} ahead)</em>" if ahead else ""
         if text is None:
             self.input.value = ""
@@ -137,11 +136,10 @@ class ChatPanel:
 
     def show_older(self) -> asyncio.Task[Any] | None:
         """Load the page of history before the first message shown; it appears on top."""
-        load = getattr(self.session, "load_older", None)
-        if load is None or (self.older_task is not None and not self.older_task.done()):
+        if self.older_task is not None and not self.older_task.done():
             return None
         self.older_button.disabled = True
-        self.older_task = asyncio.get_running_loop().create_task(load())
+        self.older_task = asyncio.get_running_loop().create_task(self.session.load_older())
         self.older_task.add_done_callback(self._older_loaded)
         return self.older_task
 
@@ -152,7 +150,7 @@ class ChatPanel:
         self._sync_older()
 
     def _sync_older(self) -> None:
-        self.older_button.layout.display = "" if getattr(self.session, "has_older", False) else "none"
+        self.older_button.layout.display = "" if self.session.has_older else "none"
 
     def _on_turn_start(self) -> None:
         # This turn's approvals belong in this panel, not in the view of the last `%%agent`

@@ -134,7 +134,7 @@ class TurnView:
         self.widget: Box | None = None
         self._place: Any = None  # where `show` put the view (a display handle)
         self._text = PLACE_TEXT if show is not None else VIEW_TEXT
-        waiting = bool(session.busy or getattr(session, "queued", 0))
+        waiting = bool(session.busy or session.queued)
         if show is None or waiting:
             self.build()
         if show is not None:  # the cell's output has the view's place from the start, filled or not
@@ -226,23 +226,19 @@ class TurnView:
         """Follow this turn's task: its place in the queue, and its end without an End event."""
         self.task = task
         task.add_done_callback(self._task_done)
-        on_queue = getattr(self.session, "on_queue", None)
-        if on_queue is not None:
-            self._unsubscribe.append(on_queue(self._on_queue))
-            self._on_queue()
+        self._unsubscribe.append(self.session.on_queue(self._on_queue))
+        self._on_queue()
 
     def stop(self) -> bool:
         """Stop this turn: take it out of the queue, or stop it if it runs."""
         if self.ended:
             return False
-        cancel = getattr(self.session, "cancel", None)
-        if self.task is not None and cancel is not None:
-            return bool(cancel(self.task))
+        if self.task is not None:
+            return self.session.cancel(self.task)
         return self.session.stop() if self.armed else False
 
     def _on_queue(self) -> None:
-        ahead_of = getattr(self.session, "ahead_of", None)
-        ahead = ahead_of(self.task) if ahead_of is not None and self.task is not None else None
+        ahead = self.session.ahead_of(self.task) if self.task is not None else None
         if ahead is not None and not self.ended and (ahead or (self._built and self.status.queued)):
             self.build()  # (none ahead: it starts now)
             self.status.waiting(ahead)
@@ -311,8 +307,7 @@ class TurnView:
         if not self._deferred:
             return False
         if isinstance(event, ToolCallEvent):
-            holds = getattr(self.session, "tool_holds_loop", None)
-            return holds is not None and not holds(event.call.name)
+            return not self.session.tool_holds_loop(event.call.name)
         return True
 
     def _task_done(self, task: asyncio.Future[Any]) -> None:
