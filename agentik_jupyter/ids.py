@@ -9,6 +9,7 @@ refuses to resume them. The ids agentik writes (`conv_` + 16 hex digits) always 
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 from agentik_jupyter.errors import AgentikError
 
@@ -26,7 +27,7 @@ class InvalidSessionIdError(AgentikError, ValueError):
         self.value = value
 
 
-def is_session_id(value: object) -> bool:
+def is_session_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _SESSION_ID.fullmatch(value) is not None
 
 
@@ -34,7 +35,7 @@ def check_session_id(value: object) -> str:
     """The id itself, or InvalidSessionIdError."""
     if not is_session_id(value):
         raise InvalidSessionIdError(value)
-    return value  # type: ignore[return-value]
+    return value
 
 
 def shown(value: object) -> str:

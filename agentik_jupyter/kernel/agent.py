@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.core import mainloop
 from agentik_jupyter.core.session import Session
@@ -26,13 +26,16 @@ from agentik_jupyter.tools.context import register_context_tools, variables_of
 from agentik_jupyter.tools.registry import ToolRegistry, default_registry
 from agentik_jupyter.types import AgentContext
 
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
 log = logging.getLogger(__name__)
 
 
 class KernelAgent:
     """One per IPython shell: `get_agent(shell)` creates or returns it."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
@@ -181,19 +184,19 @@ class KernelAgent:
 _agents: dict[int, KernelAgent] = {}
 
 
-def peek_agent(shell: Any) -> KernelAgent | None:
+def peek_agent(shell: InteractiveShell) -> KernelAgent | None:
     """The shell's agent if a turn or command has created it (asking never creates one)."""
     return _agents.get(id(shell))
 
 
-def get_agent(shell: Any) -> KernelAgent:
+def get_agent(shell: InteractiveShell) -> KernelAgent:
     agent = _agents.get(id(shell))
     if agent is None:
         agent = _agents[id(shell)] = KernelAgent(shell)
     return agent
 
 
-def forget_agent(shell: Any) -> None:
+def forget_agent(shell: InteractiveShell) -> None:
     agent = _agents.pop(id(shell), None)
     if agent is not None:
         agent.close()

@@ -24,10 +24,13 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.core import mainloop
 from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ see the failure); a turn in the `--wait` form (AGENTIK_WAIT=1) goes on after the
 Action = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+async def _resume(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
     # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
     from agentik_jupyter.kernel.agent import get_agent
     from agentik_jupyter.persistence import ConversationNotFoundError
@@ -56,7 +59,7 @@ async def _resume(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "id": info.id, "title": info.title, "message_count": info.message_count}
 
 
-async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+async def _active(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
     # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
     from agentik_jupyter.kernel.agent import peek_agent
 
@@ -64,7 +67,7 @@ async def _active(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "id": agent.active_session_id() if agent is not None else None}
 
 
-async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+async def _fix(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
     # load time: the control comm is registered at %load_ext; the agent loads when the sidebar asks
     from agentik_jupyter.kernel.agent import get_agent
     from agentik_jupyter.kernel.commands.fix import fix_command
@@ -83,9 +86,9 @@ async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
 ACTIONS: dict[str, Action] = {"resume": _resume, "active": _active, "fix": _fix}
 
 
-async def answer(shell: Any, data: Any) -> dict[str, Any]:
+async def answer(shell: InteractiveShell, data: Any) -> dict[str, Any]:
     """The reply to one request; every failure is an `{"ok": false, "error"}` the sidebar shows."""
-    action = ACTIONS.get(data.get("action")) if isinstance(data, dict) else None
+    action = ACTIONS.get(data.get("action", "")) if isinstance(data, dict) else None
     if action is None:
         return {"ok": False, "error": f"unknown request; the actions are {', '.join(ACTIONS)}"}
     try:
@@ -97,7 +100,7 @@ async def answer(shell: Any, data: Any) -> dict[str, Any]:
         return {"ok": False, "error": scrub(str(exc) or type(exc).__name__)}
 
 
-def register(shell: Any) -> bool:
+def register(shell: InteractiveShell) -> bool:
     """Open the target in this kernel (False outside a kernel with comms)."""
     if getattr(shell, "kernel", None) is None:
         return False
@@ -110,7 +113,7 @@ def register(shell: Any) -> bool:
     return True
 
 
-def unregister(shell: Any) -> None:
+def unregister(shell: InteractiveShell) -> None:
     if getattr(shell, "kernel", None) is None:
         return
     try:
@@ -123,7 +126,7 @@ def unregister(shell: Any) -> None:
         pass
 
 
-def _opened(shell: Any, comm: Any, msg: dict[str, Any]) -> None:
+def _opened(shell: InteractiveShell, comm: Any, msg: dict[str, Any]) -> None:
     """Comm callbacks may run on a subshell thread: the work (and the reply) happen on the
     kernel's main loop, where turns and their sessions live."""
     data = msg.get("content", {}).get("data")

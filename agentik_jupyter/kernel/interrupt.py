@@ -28,7 +28,7 @@ def install(
     kernel: Any,
     running_turn: Callable[[], asyncio.Future[Any] | None],
     mark: Callable[[], None],
-    stop: Callable[[], None],
+    stop: Callable[[], object],
     loop: asyncio.AbstractEventLoop,
 ) -> bool:
     """Take SIGINT while the kernel would ignore it; True if the handler is in place.

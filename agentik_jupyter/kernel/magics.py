@@ -8,10 +8,15 @@ so runners such as nbclient see the finished turn in the cell.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.kernel.turn_options import parse_options
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 CELL_HELPER = "__agentik_cell__"
 LINE_HELPER = "__agentik_line__"
@@ -19,6 +24,8 @@ LINE_HELPER = "__agentik_line__"
 
 @magics_class
 class AgentMagics(Magics):
+    shell: InteractiveShell  # (IPython's `None | InteractiveShell`: a registered magic always has one)
+
     @cell_magic
     def agent(self, line: str, cell: str) -> None:
         """Ask the agent: the cell body is the message. See `%agent help`."""
@@ -32,7 +39,7 @@ class AgentMagics(Magics):
 
         start_cell_turn(self.shell, opts, cell)
 
-    @line_magic("agent")
+    @line_magic("agent")  # type: ignore[arg-type]  # IPython types the named form as a union
     def agent_line(self, line: str) -> None:
         """`%agent status|sessions|resume [ID]|new|rename TITLE|delete ID|tools|config|panel|stop`."""
         # load time: %load_ext stays cheap; the agent loads on first use

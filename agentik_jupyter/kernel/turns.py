@@ -9,7 +9,7 @@ display id, so the frontend saves the transcript with the notebook.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.kernel.agent import get_agent
@@ -19,13 +19,16 @@ from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.publish import display_now, update_now
 
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
 
 def _display(obj: Any) -> Any:
     """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
     return display_now(obj, display_id=True)
 
 
-def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
+def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
     """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
     text = scrub(text.rstrip())  # the view shows what the session sends
     agent = get_agent(shell)
@@ -56,7 +59,7 @@ def start_cell_turn(shell: Any, opts: TurnOptions, text: str) -> tuple[Any, asyn
     return view, task
 
 
-async def run_cell_turn(shell: Any, line: str, text: str) -> None:
+async def run_cell_turn(shell: InteractiveShell, line: str, text: str) -> None:
     """The `--wait` form: the cell awaits its turn, then leaves the transcript in its output."""
     try:
         opts = parse_options(line)

@@ -9,7 +9,10 @@ adds them (`take`): the same path @mentions take.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 ATTACHED = "\n\nAttached by "
 """How every attached section begins; a question is shown up to the first one."""
@@ -23,7 +26,7 @@ def shown_text(content: str) -> str:
     return content.split(ATTACHED, 1)[0]
 
 
-def hold(shell: Any, question: str, attachment: str) -> None:
+def hold(shell: InteractiveShell, question: str, attachment: str) -> None:
     """Attach `attachment` (a whole section, "Attached by ..." first) to turns that ask `question`.
     The latest wins: a turn queued, stopped before it began and asked again gets today's details."""
     held = _held.setdefault(id(shell), {})
@@ -33,6 +36,6 @@ def hold(shell: Any, question: str, attachment: str) -> None:
         held.pop(next(iter(held)))
 
 
-def take(shell: Any, question: str) -> str | None:
+def take(shell: InteractiveShell, question: str) -> str | None:
     """The section held for `question`, if any."""
     return _held.get(id(shell), {}).get(question)

@@ -24,11 +24,14 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.errors import NoFrontend
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.types import ToolOutput
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 
 @dataclass
@@ -66,7 +69,7 @@ def anchored(anchor: CellAnchor) -> Iterator[None]:
         ANCHOR.reset(token)
 
 
-def asking_cell_id(shell: Any) -> str | None:
+def asking_cell_id(shell: InteractiveShell) -> str | None:
     """The id of the cell being executed, from the execute_request JupyterLab sent."""
     kernel = getattr(shell, "kernel", None)
     try:
@@ -77,7 +80,7 @@ def asking_cell_id(shell: Any) -> str | None:
     return cell_id if isinstance(cell_id, str) and cell_id else None
 
 
-async def propose_cell(shell: Any, source: str) -> ToolOutput:
+async def propose_cell(shell: InteractiveShell, source: str) -> ToolOutput:
     """Put `source` in a new code cell below the turn's anchor; the user decides to run it."""
     if not source.strip():
         raise ValueError("source is empty; pass the code of the cell to propose")
@@ -92,7 +95,7 @@ async def propose_cell(shell: Any, source: str) -> ToolOutput:
     return _propose_by_payload(shell, source)
 
 
-def _propose_by_payload(shell: Any, source: str) -> ToolOutput:
+def _propose_by_payload(shell: InteractiveShell, source: str) -> ToolOutput:
     """IPython's set_next_input. A reply carries one, so proposals in one reply are merged."""
     payload_manager = getattr(shell, "payload_manager", None)
     pending = ""

@@ -25,12 +25,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.notebook.edits import ACCEPTED
 from agentik_jupyter.persistence import AuditEntry
 from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 EXPORTED_TOOL = "run_code"
 INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (notebook/cells.py)
@@ -229,7 +232,7 @@ async def all_entries(db: Any, conversation_id: str) -> list[AuditEntry]:
     return [e for page in reversed(pages) for e in page]
 
 
-def kernel_inputs(shell: Any) -> list[str]:
+def kernel_inputs(shell: InteractiveShell) -> list[str]:
     """The cells this kernel ran, as typed (IPython's raw input history, `In`)."""
     history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
     return [text for text in history or [] if isinstance(text, str)]

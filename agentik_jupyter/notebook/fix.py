@@ -17,7 +17,10 @@ import ast
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 TRACEBACK_CHARS = 3_000
 QUESTION_ERROR_CHARS = 200
@@ -39,7 +42,7 @@ class Failure:
     traceback: str
 
 
-def _cell_id(shell: Any) -> str | None:
+def _cell_id(shell: InteractiveShell) -> str | None:
     # load time: the failure log is installed at %load_ext; this loads when a cell fails
     from agentik_jupyter.notebook.cells import asking_cell_id
 
@@ -61,7 +64,7 @@ def _traceback_text(error: BaseException) -> str:
 class FailureLog:
     """The shell's last failed cell, recorded by a post_run_cell hook."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.last: Failure | None = None
 
@@ -84,7 +87,7 @@ class FailureLog:
 _logs: dict[int, FailureLog] = {}
 
 
-def install(shell: Any) -> FailureLog:
+def install(shell: InteractiveShell) -> FailureLog:
     """Hook the shell's post_run_cell once; called by `%load_ext`."""
     log = _logs.get(id(shell))
     if log is None:
@@ -93,7 +96,7 @@ def install(shell: Any) -> FailureLog:
     return log
 
 
-def uninstall(shell: Any) -> None:
+def uninstall(shell: InteractiveShell) -> None:
     log = _logs.pop(id(shell), None)
     if log is not None:
         shell.events.unregister("post_run_cell", log.record)

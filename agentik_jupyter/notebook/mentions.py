@@ -12,12 +12,15 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.notebook.attachments import take
 from agentik_jupyter.tools.namespace import type_name, user_variables
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolOutput
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 MAX_MENTIONS = 5
 MENTION_BUDGET_CHARS = 6_000
@@ -57,7 +60,7 @@ async def attach_mentions(text: str, names: list[str], describe: Describe) -> st
     return f"{text}\n\n{HEADER}\n\n" + "\n\n".join(blocks)
 
 
-async def expand_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
+async def expand_mentions(shell: InteractiveShell, registry: ToolRegistry, text: str) -> str:
     """The question as the model gets it: with the `@name` variables of this shell attached,
     described by the registry's `inspect_variable` (so its limits and refusals apply), then
     what was held for it (a fix turn's failed cell: attachments.hold)."""
@@ -66,7 +69,7 @@ async def expand_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
     return expanded if held is None else f"{expanded}\n\n{held}"
 
 
-async def _with_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
+async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: str) -> str:
     tool = registry.get("inspect_variable")
     if "@" not in text or tool is None:
         return text
@@ -82,7 +85,7 @@ async def _with_mentions(shell: Any, registry: ToolRegistry, text: str) -> str:
     return await attach_mentions(text, names, describe)
 
 
-def suggest_names(shell: Any, prefix: str, limit: int = 8) -> list[tuple[str, str]]:
+def suggest_names(shell: InteractiveShell, prefix: str, limit: int = 8) -> list[tuple[str, str]]:
     """The user variables whose names start with `prefix` (case-insensitive), with their type
     names: what the panel offers as the user types `@`. Read from the names and `type()` only,
     so no object of the user's runs any code for it."""

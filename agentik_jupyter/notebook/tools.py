@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.errors import NoFrontend, NotebookReadError
 from agentik_jupyter.notebook.cells import propose_cell
@@ -26,6 +26,9 @@ from agentik_jupyter.tools.approval import approval_timeout
 from agentik_jupyter.tools.images import with_images
 from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 NotebookPath = Callable[[], "Path | None"]
 Approve = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
@@ -72,7 +75,7 @@ async def _run_cells(cell_ids: list[str]) -> str:
     return rerun_report(reply, cell_ids)
 
 
-def insert_cell_tool(shell: Any) -> ToolDefinition:
+def insert_cell_tool(shell: InteractiveShell) -> ToolDefinition:
     """`insert_cell` bound to `shell`: a proposed cell below the asking one, which the user runs themselves."""
 
     async def insert_cell(source: str) -> ToolOutput:
@@ -196,7 +199,7 @@ def make_notebook_tools(
 
 
 def register_notebook_tools(
-    registry: ToolRegistry, shell: Any, notebook_path: NotebookPath, approve: Approve | None = None
+    registry: ToolRegistry, shell: InteractiveShell, notebook_path: NotebookPath, approve: Approve | None = None
 ) -> None:
     """Add insert_cell and the notebook tools, keeping a policy the user changed and a user tool of the same name."""
     for definition in [insert_cell_tool(shell), *make_notebook_tools(notebook_path, approve, registry)]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.engines.limits import describe_budget_s
 from agentik_jupyter.errors import CodeExecutionError, ReadTimeout
@@ -31,6 +31,9 @@ from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition
 from agentik_jupyter.tools.time_budget import HISTORY_ITEM_BUDGET_S, INSPECT_TIME_BUDGET_S, call_with_budget
 from agentik_jupyter.tools.vision import as_figure, describe_figure, figure_png
 from agentik_jupyter.types import ToolDefinition, ToolOutput, VariableSummary
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 __all__ = [
     "CodeExecutionError",
@@ -67,7 +70,7 @@ class _ErrorLog:
 _error_logs: weakref.WeakKeyDictionary[Any, _ErrorLog] = weakref.WeakKeyDictionary()
 
 
-def _error_log(shell: Any) -> _ErrorLog:
+def _error_log(shell: InteractiveShell) -> _ErrorLog:
     """One error log per shell, hooked to post_run_cell once however often the tools are built."""
     log = _error_logs.get(shell)
     if log is None:
@@ -76,7 +79,7 @@ def _error_log(shell: Any) -> _ErrorLog:
     return log
 
 
-def variables_of(shell: Any, limit: int = 50) -> list[VariableSummary]:
+def variables_of(shell: InteractiveShell, limit: int = 50) -> list[VariableSummary]:
     """summarize_variables for a shell, hiding what IPython put in its namespace.
 
     Built before every request from type metadata only: no user code runs for it.
@@ -84,7 +87,7 @@ def variables_of(shell: Any, limit: int = 50) -> list[VariableSummary]:
     return summarize_variables(shell.user_ns, limit=limit, hidden=shell.user_ns_hidden)
 
 
-def list_variables_text(shell: Any) -> ToolOutput:
+def list_variables_text(shell: InteractiveShell) -> ToolOutput:
     rows = [(n, type_name(v), shape_of(v) or "") for n, v in user_variables(shell.user_ns, shell.user_ns_hidden)]
     if not rows:
         return ToolOutput(text="No user variables are defined yet.")
@@ -99,9 +102,11 @@ def list_variables_text(shell: Any) -> ToolOutput:
     return ToolOutput(text=text, display={"text/plain": text, "text/html": table})
 
 
-def cell_history_text(shell: Any, last_n: int, images: bool = False) -> ToolOutput:
+def cell_history_text(shell: InteractiveShell, last_n: int, images: bool = False) -> ToolOutput:
     last_n = max(1, min(int(last_n), MAX_HISTORY_CELLS))
     history = shell.history_manager
+    if history is None:
+        raise RuntimeError("this shell keeps no cell history")
     inputs: list[str] = list(history.input_hist_raw)
     outputs: dict[int, Any] = dict(history.output_hist)
     errors = _error_log(shell).errors
@@ -157,7 +162,7 @@ def _bounded_repr(value: Any, what: str) -> str:
         return f"<{type_name(value)}: repr timed out after {HISTORY_ITEM_BUDGET_S:g} s>"
 
 
-def inspect_path(shell: Any, name: str) -> ToolOutput:
+def inspect_path(shell: InteractiveShell, name: str) -> ToolOutput:
     """inspect_variable's work: resolve `name` under the policy and look at it, within the budget."""
     return call_with_budget(
         lambda: inspect_value(name, resolve_path(shell.user_ns, name, shell.user_ns_hidden)),
@@ -166,7 +171,7 @@ def inspect_path(shell: Any, name: str) -> ToolOutput:
     )
 
 
-def describe_path(shell: Any, name: str, columns: list[str] | None) -> ToolOutput:
+def describe_path(shell: InteractiveShell, name: str, columns: list[str] | None) -> ToolOutput:
     """describe_dataframe's work: resolve `name` under the policy and profile it, within the budget.
 
     A lazy or distributed frame keeps to the engines' own budget (AGENTIK_DESCRIBE_BUDGET_S) and
@@ -185,7 +190,7 @@ def describe_path(shell: Any, name: str, columns: list[str] | None) -> ToolOutpu
     return call_with_budget(lambda: describe_frame(name, value, columns), budget, what)
 
 
-def make_context_tools(shell: Any) -> list[ToolDefinition]:
+def make_context_tools(shell: InteractiveShell) -> list[ToolDefinition]:
     """The notebook-context tools bound to `shell` (an IPython InteractiveShell)."""
     _error_log(shell)
 
@@ -247,7 +252,7 @@ def make_context_tools(shell: Any) -> list[ToolDefinition]:
     return tools
 
 
-def register_context_tools(registry: ToolRegistry, shell: Any) -> list[ToolDefinition]:
+def register_context_tools(registry: ToolRegistry, shell: InteractiveShell) -> list[ToolDefinition]:
     """Add (or re-add, e.g. on %reload_ext) the context tools to `registry`.
 
     A policy the user changed survives the re-add; a user's own tool of the same

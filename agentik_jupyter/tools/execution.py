@@ -20,7 +20,7 @@ import html
 import inspect
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import CodeExecutionError
 from agentik_jupyter.tools.namespace import clip, short_repr, type_name
@@ -28,13 +28,16 @@ from agentik_jupyter.tools.output_capture import Capture, capturing
 from agentik_jupyter.tools.vision import describe_figure, figure_png, images_for_model
 from agentik_jupyter.types import ToolOutput
 
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
 MAX_STREAM_CHARS = 8_000
 MAX_RESULT_CHARS = 4_000
 MAX_TRACEBACK_FRAMES = 8
 MAX_TRACEBACK_CHARS = 4_000
 
 
-async def run_in_shell(shell: Any, code: str) -> ToolOutput:
+async def run_in_shell(shell: InteractiveShell, code: str) -> ToolOutput:
     """Run `code` in `shell.user_ns`; return captured output, the final value and new figures."""
     source = shell.transform_cell(code)
     try:
@@ -67,7 +70,7 @@ async def run_in_shell(shell: Any, code: str) -> ToolOutput:
     return _output(shell, value, capture, figures)
 
 
-async def _run(code: Any, shell: Any) -> Any:
+async def _run(code: Any, shell: InteractiveShell) -> Any:
     """Evaluate a compiled block; await it when it was compiled with top-level `await`."""
     result = eval(code, shell.user_global_ns, shell.user_ns)
     if code.co_flags & inspect.CO_COROUTINE:
@@ -138,7 +141,7 @@ def _figure(num: int) -> Any | None:
 # ---- the answer ----
 
 
-def _output(shell: Any, value: Any, capture: Capture, figures: list[tuple[str, str]]) -> ToolOutput:
+def _output(shell: InteractiveShell, value: Any, capture: Capture, figures: list[tuple[str, str]]) -> ToolOutput:
     """Bounded text for the model; a MIME bundle (HTML, first PNG) for the card."""
     out, err = capture.stdout.getvalue(), capture.stderr.getvalue()
     text: list[str] = []
@@ -170,10 +173,11 @@ def _output(shell: Any, value: Any, capture: Capture, figures: list[tuple[str, s
     return ToolOutput(text="\n\n".join(text), display=display, images=images_for_model(images))
 
 
-def _format_value(shell: Any, value: Any) -> tuple[str, str]:
+def _format_value(shell: InteractiveShell, value: Any) -> tuple[str, str]:
     """The value as the user would see it (IPython's formatters bound long sequences), clipped."""
+    formatter = shell.display_formatter
     try:
-        data, _ = shell.display_formatter.format(value)
+        data, _ = formatter.format(value) if formatter is not None else ({}, {})
     except Exception:
         data = {}
     plain = clip(str(data.get("text/plain") or short_repr(value, MAX_RESULT_CHARS)), MAX_RESULT_CHARS)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextvars
 import io
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 _current: contextvars.ContextVar[Capture | None] = contextvars.ContextVar("agentik_run_code_capture", default=None)
 
@@ -98,7 +101,7 @@ class _Routers:
         self.count = 0
         self.installed: tuple[Any, Any, Any, Any] | None = None  # stdout, stderr, publisher, shell
 
-    def acquire(self, shell: Any) -> None:
+    def acquire(self, shell: InteractiveShell) -> None:
         if self.count == 0 or not self._in_place(shell):
             self._install(shell)
         self.count += 1
@@ -116,7 +119,7 @@ class _Routers:
             shell.display_pub = pub._target
         self.installed = None
 
-    def _in_place(self, shell: Any) -> bool:
+    def _in_place(self, shell: InteractiveShell) -> bool:
         return (
             self.installed is not None
             and sys.stdout is self.installed[0]
@@ -124,7 +127,7 @@ class _Routers:
             and shell.display_pub is self.installed[2]
         )
 
-    def _install(self, shell: Any) -> None:
+    def _install(self, shell: InteractiveShell) -> None:
         out = sys.stdout if isinstance(sys.stdout, _StreamRouter) else _StreamRouter(sys.stdout, "stdout")
         err = sys.stderr if isinstance(sys.stderr, _StreamRouter) else _StreamRouter(sys.stderr, "stderr")
         pub = (
@@ -132,7 +135,7 @@ class _Routers:
             if isinstance(shell.display_pub, _PublisherRouter)
             else _PublisherRouter(shell.display_pub)
         )
-        sys.stdout, sys.stderr, shell.display_pub = out, err, pub
+        sys.stdout, sys.stderr, shell.display_pub = out, err, pub  # type: ignore[assignment]  # a stand-in
         self.installed = (out, err, pub, shell)
 
 
@@ -142,7 +145,7 @@ _routers = _Routers()
 class capturing:
     """`with capturing(shell) as capture:` routes this context's output into `capture`."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.capture = Capture()
         self._token: contextvars.Token[Capture | None] | None = None

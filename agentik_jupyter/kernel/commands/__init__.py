@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.kernel.commands.fix import fix_command
@@ -22,6 +22,9 @@ from agentik_jupyter.kernel.commands.settings import config_command
 from agentik_jupyter.kernel.commands.tools import policy_command, tools_command
 from agentik_jupyter.notebook.export import export_command
 from agentik_jupyter.notebook.instructions import instructions_command
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 USAGE = """\
 Usage: %agent <command>
@@ -47,7 +50,7 @@ Usage: %agent <command>
   export [PATH]     the code the agent ran in this session, as a new notebook"""
 
 
-async def run_command(shell: Any, line: str) -> None:
+async def run_command(shell: InteractiveShell, line: str) -> None:
     """Run one `%agent` line; an unknown command prints the usage."""
     try:
         words = shlex.split(line)
