@@ -13,6 +13,9 @@ from agentik_jupyter._version import __version__
 __all__ = ["tool", "current_session", "load_ipython_extension", "unload_ipython_extension", "__version__"]
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agentik_jupyter.core.session import Session
     from agentik_jupyter.tools.registry import tool
 
 
@@ -25,7 +28,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def current_session() -> Any:
+def current_session() -> Session | None:
     """The Session the next `%%agent` turn goes to in this kernel (None before the first turn)."""
     # load time: importing the package stays cheap; the agent loads on first use
     from IPython import get_ipython
@@ -40,7 +43,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "agentik_jupyter.server"}]
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     # load time: importing the package stays cheap; the agent loads on first use
     from agentik_jupyter.kernel.extension import load
     from agentik_jupyter.notebook import page as frontend
@@ -49,7 +52,7 @@ def load_ipython_extension(ipython: Any) -> None:
     frontend.hello()
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     # load time: importing the package stays cheap; the agent loads on first use
     from agentik_jupyter.kernel.extension import unload
     from agentik_jupyter.notebook import page as frontend

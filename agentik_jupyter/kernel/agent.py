@@ -29,6 +29,8 @@ from agentik_jupyter.types import AgentContext
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from agentik_jupyter.mcp import MCPManager
+
 log = logging.getLogger(__name__)
 
 
@@ -50,7 +52,8 @@ class KernelAgent:
         self.db: AsyncSessionDB | None = None
         self.session: Session | None = None
         self.gate = ApprovalGate(present=self._present_approval, scope=self._conversation_scope)
-        self.mcp: Any = None
+        self.mcp: MCPManager | None = None  # made on first use (kernel/mcp_servers.py)
+        self.trust_cards_shown: set[str] = set()  # the MCP files (by sha256) whose trust card was shown
         self._needs_resume = False
         self._saved: Session | None = None  # the saved session while `--temp` turns run
         loop = mainloop.capture()

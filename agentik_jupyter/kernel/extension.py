@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import atexit
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.kernel import control
 from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics
 from agentik_jupyter.notebook import fix as failures
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 _CELL = re.compile(r"^%%agent\b(?P<line>[^\n]*)\n?(?P<body>.*)\Z", re.S)
 _LINE = re.compile(r"^%agent\b(?P<rest>[^\n]*)$")
@@ -57,7 +60,7 @@ def transform(lines: list[str]) -> list[str]:
     return out
 
 
-def load(ipython: Any) -> None:
+def load(ipython: InteractiveShell) -> None:
     if transform in ipython.input_transformers_cleanup:
         return
     # load time: %load_ext stays cheap; the agent loads on first use
@@ -87,14 +90,14 @@ def load(ipython: Any) -> None:
     atexit.register(_shutdown, ipython)
 
 
-def _shutdown(ipython: Any) -> None:
+def _shutdown(ipython: InteractiveShell) -> None:
     # load time: %load_ext stays cheap; the agent loads on first use
     from agentik_jupyter.kernel.agent import forget_agent
 
     forget_agent(ipython)
 
 
-def unload(ipython: Any) -> None:
+def unload(ipython: InteractiveShell) -> None:
     atexit.unregister(_shutdown)
     if transform in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(transform)

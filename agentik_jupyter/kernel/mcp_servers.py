@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
+    from agentik_jupyter.mcp import MCPManager
+    from agentik_jupyter.mcp.project import ProjectFile
+    from agentik_jupyter.widgets.trust_card import TrustCard
 
 
-def manager_for(agent: Any) -> Any:
+def manager_for(agent: KernelAgent) -> MCPManager:
     """The kernel's MCPManager, created on first use for the notebook's folder."""
     if agent.mcp is None:
         # load time: the MCP machinery loads when a notebook first uses it
@@ -23,15 +29,7 @@ def manager_for(agent: Any) -> Any:
     return agent.mcp
 
 
-def _shown(agent: Any) -> set[str]:
-    shown = getattr(agent, "_trust_cards_shown", None)
-    if shown is None:
-        shown = set()
-        agent._trust_cards_shown = shown
-    return shown
-
-
-def show_trust_card(agent: Any, project: Any) -> Any:
+def show_trust_card(agent: KernelAgent, project: ProjectFile) -> TrustCard:
     """Display the card for this version of the file in the current cell's output."""
     # load time: ipywidgets loads when a widget is first shown
     from IPython.display import display
@@ -52,17 +50,17 @@ def show_trust_card(agent: Any, project: Any) -> Any:
         return "Trusted. " + "; ".join(s.describe().splitlines()[0] for s in statuses)
 
     card = TrustCard(str(path), list(project.servers), decide)
-    _shown(agent).add(sha256)
+    agent.trust_cards_shown.add(sha256)
     display(card.widget)
     return card
 
 
-async def ensure_mcp(agent: Any) -> None:
+async def ensure_mcp(agent: KernelAgent) -> None:
     """Start the trusted servers (first turn, `%agent tools`); show the card for an untrusted file once."""
     manager = manager_for(agent)
     await manager.refresh()
     pending = manager.pending_trust
-    if pending is not None and pending.sha256 not in _shown(agent):
+    if pending is not None and pending.sha256 not in agent.trust_cards_shown:
         if manager.trust_store.decision(pending.path, pending.sha256) != "declined":
             show_trust_card(agent, pending)
     if manager.configured:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.notebook.edits import ACCEPTED
@@ -34,6 +34,9 @@ from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, To
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from agentik_jupyter.core.session import Session
+    from agentik_jupyter.persistence import AsyncSessionDB, DBLocation
 
 EXPORTED_TOOL = "run_code"
 INSERTED = ("Inserted a new code cell", "Proposed a new code cell")  # insert_cell's answers (notebook/cells.py)
@@ -238,7 +241,22 @@ def kernel_inputs(shell: InteractiveShell) -> list[str]:
     return [text for text in history or [] if isinstance(text, str)]
 
 
-async def export_command(agent: Any, args: list[str]) -> None:
+class ExportingAgent(Protocol):
+    """What `%agent export` reads of the kernel's agent (kernel/agent.py's KernelAgent)."""
+
+    @property
+    def shell(self) -> InteractiveShell: ...
+
+    @property
+    def location(self) -> DBLocation: ...
+
+    @property
+    def session(self) -> Session | None: ...
+
+    async def open_db(self) -> AsyncSessionDB: ...
+
+
+async def export_command(agent: ExportingAgent, args: list[str]) -> None:
     """`%agent export [PATH]`: the current (or latest) session's code as a new notebook."""
     db = await agent.open_db()
     session = agent.session

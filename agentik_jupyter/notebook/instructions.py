@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from agentik_jupyter.core.server_info import find_server
 from agentik_jupyter.security.trust import TrustStore, digest
@@ -111,7 +111,14 @@ def finder_for(notebook: Path | None) -> InstructionsFinder:
     return InstructionsFinder(notebook.parent if notebook is not None else Path.cwd(), root)
 
 
-async def instructions_command(agent: Any, args: list[str]) -> None:
+class InstructedAgent(Protocol):
+    """What `%agent instructions` reads of the kernel's agent (kernel/agent.py's KernelAgent)."""
+
+    @property
+    def instructions(self) -> InstructionsFinder: ...
+
+
+async def instructions_command(agent: InstructedAgent, args: list[str]) -> None:
     """`%agent instructions [trust|untrust]`: show the project's AGENTS.md and decide on it."""
     finder: InstructionsFinder = agent.instructions
     finder.forget_cache()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.kernel.agent import KernelAgent, get_agent
 from agentik_jupyter.kernel.commands.fix import fix_command
 from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.panel import panel_command
@@ -66,7 +67,7 @@ async def run_command(shell: InteractiveShell, line: str) -> None:
     await handler(get_agent(shell), args)
 
 
-_COMMANDS = {
+_COMMANDS: dict[str, Callable[[KernelAgent, list[str]], Awaitable[None]]] = {
     "status": status_command,
     "sessions": sessions_command,
     "resume": resume_command,

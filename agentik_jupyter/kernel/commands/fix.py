@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.kernel.turn_options import parse_options
 from agentik_jupyter.kernel.turns import run_cell_turn, start_cell_turn
@@ -11,8 +11,11 @@ from agentik_jupyter.notebook.fix import HEADER, failure_from_cell, fix_prompt, 
 from agentik_jupyter.notebook.tools import load_notebook
 from agentik_jupyter.security.scrub import scrub
 
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
 
-async def fix_command(agent: Any, args: list[str]) -> None:
+
+async def fix_command(agent: KernelAgent, args: list[str]) -> None:
     """`%agent fix [CELL_ID]`: a turn in this cell that fixes the last failure (or that cell's)."""
     shell = agent.shell
     failure = install(shell).last

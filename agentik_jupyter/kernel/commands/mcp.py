@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.kernel.mcp_servers import manager_for, show_trust_card
 from agentik_jupyter.mcp import MCPConfigError
+
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
 
 MCP_USAGE = """\
 Usage: %agent mcp [trust|untrust [PATH]]
@@ -40,7 +43,7 @@ def _state(manager: Any) -> None:
         print(f"MCP {status.describe()}")
 
 
-async def mcp_command(agent: Any, args: list[str]) -> None:
+async def mcp_command(agent: KernelAgent, args: list[str]) -> None:
     """`%agent mcp`, `%agent mcp trust [PATH]`, `%agent mcp untrust [PATH]`."""
     manager = manager_for(agent)
     await manager.refresh()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
 
 
-async def panel_command(agent: Any, args: list[str]) -> None:
+async def panel_command(agent: KernelAgent, args: list[str]) -> None:
     # load time: ipywidgets loads when a widget is first shown
     from IPython.display import display
 

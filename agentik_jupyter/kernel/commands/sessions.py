@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
 from agentik_jupyter.providers.config import load_config
 from agentik_jupyter.security.scrub import scrub
 
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
+
 
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
-async def status_command(agent: Any, args: list[str]) -> None:
+async def status_command(agent: KernelAgent, args: list[str]) -> None:
     try:
         config = load_config()
         print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.shown_url)}")
@@ -36,7 +39,7 @@ async def status_command(agent: Any, args: list[str]) -> None:
         print(f"status:   {session.agent_store.status} (a turn is running; %agent stop stops it)")
 
 
-async def sessions_command(agent: Any, args: list[str]) -> None:
+async def sessions_command(agent: KernelAgent, args: list[str]) -> None:
     db = await agent.open_db()
     rows = await db.list_conversations()
     if not rows:
@@ -49,7 +52,7 @@ async def sessions_command(agent: Any, args: list[str]) -> None:
         print(f"{mark}{info.id:<22} {_when(info.updated_at):<16} {info.message_count:>4}  {info.title or ''}")
 
 
-async def resume_command(agent: Any, args: list[str]) -> None:
+async def resume_command(agent: KernelAgent, args: list[str]) -> None:
     if args and not is_session_id(args[0]):
         print(f"Not resumed: {InvalidSessionIdError(args[0])}.")
         return
@@ -74,13 +77,13 @@ async def _full_id(db: Any, prefix: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-async def new_command(agent: Any, args: list[str]) -> None:
+async def new_command(agent: KernelAgent, args: list[str]) -> None:
     session = agent.session_for()
     await agent.prepare(session, new=True)
     print("New session: the next %%agent cell starts it.")
 
 
-async def rename_command(agent: Any, args: list[str]) -> None:
+async def rename_command(agent: KernelAgent, args: list[str]) -> None:
     session = agent.session
     if session is None or not session.conversation_id or session.db is None:
         print("No current session to rename.")
@@ -91,7 +94,7 @@ async def rename_command(agent: Any, args: list[str]) -> None:
     print(f"Renamed {info.id} to {info.title!r}.")
 
 
-async def delete_command(agent: Any, args: list[str]) -> None:
+async def delete_command(agent: KernelAgent, args: list[str]) -> None:
     if not args:
         print("Usage: %agent delete ID")
         return
@@ -105,7 +108,7 @@ async def delete_command(agent: Any, args: list[str]) -> None:
         print(f"No session {args[0]!r} (or the prefix matches several); see %agent sessions.")
 
 
-async def stop_command(agent: Any, args: list[str]) -> None:
+async def stop_command(agent: KernelAgent, args: list[str]) -> None:
     session = agent.session
     if session is None:
         print("Nothing is running.")

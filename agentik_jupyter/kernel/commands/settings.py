@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.urls import redact_urls
+
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
 
 SETTINGS = [
     "LLM_PROVIDER",
@@ -24,7 +27,7 @@ SETTINGS = [
 ]
 
 
-async def config_command(agent: Any, args: list[str]) -> None:
+async def config_command(agent: KernelAgent, args: list[str]) -> None:
     key = "set" if os.environ.get("LLM_API_KEY") else "not set"
     print(f"{'LLM_API_KEY':<26} {key}")
     for name in SETTINGS:

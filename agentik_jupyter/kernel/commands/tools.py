@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from agentik_jupyter.kernel.tools_table import show_tools
+from agentik_jupyter.types import ApprovalPolicy
+
+if TYPE_CHECKING:
+    from agentik_jupyter.kernel.agent import KernelAgent
 
 
-async def tools_command(agent: Any, args: list[str]) -> None:
+async def tools_command(agent: KernelAgent, args: list[str]) -> None:
     await agent.ensure_mcp()
     show_tools(agent.registry, agent.gate)  # a table that wraps between words, with the aligned text beside it
     if agent.mcp is not None:
@@ -15,7 +19,7 @@ async def tools_command(agent: Any, args: list[str]) -> None:
             print(f"MCP {status.describe()}")
 
 
-async def policy_command(agent: Any, args: list[str]) -> None:
+async def policy_command(agent: KernelAgent, args: list[str]) -> None:
     if not args:
         allowed = sorted(agent.gate.always)
         print("Allowed always in this session: " + (", ".join(allowed) if allowed else "none"))
@@ -28,7 +32,7 @@ async def policy_command(agent: Any, args: list[str]) -> None:
         print("Usage: %agent policy [TOOL auto|ask|deny | --reset]")
         return
     try:
-        agent.registry.set_policy(args[0], args[1])
+        agent.registry.set_policy(args[0], cast(ApprovalPolicy, args[1]))  # (checked above)
     except KeyError as exc:
         print(f"agentik: {exc.args[0]}")
         return
