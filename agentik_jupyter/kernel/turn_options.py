@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 from dataclasses import dataclass
+from typing import NoReturn
 
 from agentik_jupyter.errors import OptionsError
 
@@ -22,7 +23,7 @@ class TurnOptions:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise OptionsError(f"{message}. Usage: {USAGE}")
 
 

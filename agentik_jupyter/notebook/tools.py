@@ -140,7 +140,7 @@ def make_notebook_tools(
         doc = await load_notebook(notebook_path)
         if cell_id:
             text = one_cell(doc, cell_id)
-            cells = [doc.find(cell_id)[1]]  # type: ignore[index]
+            cells = [doc.find(cell_id)[1]]  # type: ignore[index]  # (one_cell raised if there is none)
             ledger.record(doc, only=cells[0].id)
         elif start is not None or end is not None:
             text = cell_range(doc, start or 0, end)

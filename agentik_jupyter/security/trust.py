@@ -180,9 +180,10 @@ class TrustStore:
     def decide(self, path: str | os.PathLike[str], sha256: str, decision: Decision) -> TrustRecord:
         files = self._read()
         key = self._key(path)
-        files[key] = {"sha256": sha256, "decision": decision, "at": time.time()}
+        at = time.time()
+        files[key] = {"sha256": sha256, "decision": decision, "at": at}
         self._write(files)
-        return TrustRecord(key, sha256, decision, float(files[key]["at"]))  # type: ignore[arg-type]
+        return TrustRecord(key, sha256, decision, at)
 
     def trust(self, path: str | os.PathLike[str], sha256: str) -> TrustRecord:
         return self.decide(path, sha256, "trusted")

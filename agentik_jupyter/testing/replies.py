@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 Fault = Literal[
     "401",
@@ -32,7 +32,7 @@ not JSON; `stream_error` sends an in-band error event inside a 200 stream; `slow
 waits `delay` seconds before answering (to trip a client's read timeout); `truncated` ends the
 stream cleanly halfway, without its final events; `redirect` answers 307 to `location`."""
 
-FAULTS: tuple[str, ...] = Fault.__args__  # type: ignore[attr-defined]
+FAULTS: tuple[str, ...] = get_args(Fault)
 HTTP_FAULTS = {"401": 401, "403": 403, "404": 404, "429": 429, "500": 500, "503": 503}
 
 
@@ -117,7 +117,7 @@ class Reply:
             raise ValueError(f"unknown fault {kind!r}; choose one of {', '.join(FAULTS)}")
         return cls(
             content=text,
-            fault_kind=name,  # type: ignore[arg-type]
+            fault_kind=cast(Fault, name),  # (checked above)
             message=message,
             retry_after=retry_after,
             retry_after_ms=retry_after_ms,

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.types import ToolCall, ToolDefinition
@@ -39,7 +39,7 @@ def approve_mode() -> Mode:
     """`AGENTIK_APPROVE` as a mode; unset or unknown means ask (unknown values are logged)."""
     value = os.environ.get(APPROVE_ENV, "").strip().lower()
     if value in ("auto", "deny", "ask"):
-        return value  # type: ignore[return-value]
+        return cast(Mode, value)
     if value:
         log.warning("%s=%r is not auto, deny or ask; asking", APPROVE_ENV, value)
     return "ask"

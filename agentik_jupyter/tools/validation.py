@@ -6,11 +6,11 @@ message names the tool and the argument at fault.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentik_jupyter.types import ParameterType, ToolCall, ToolDefinition, ToolParameter, ToolResult
 
-_PY_NAMES: dict[ParameterType, str] = {
+_PY_NAMES: dict[str, str] = {
     "string": "a string",
     "integer": "an integer",
     "number": "a number",
@@ -92,7 +92,11 @@ def allowed_types(p: ToolParameter) -> set[str] | None:
 def _matches_any(value: Any, kinds: set[str]) -> bool:
     if value is None:
         return "null" in kinds
-    return any(type_matches(value, k) for k in kinds if k in _JSON_TYPES)  # type: ignore[arg-type]
+    return any(type_matches(value, k) for k in kinds if _is_json_type(k))
+
+
+def _is_json_type(kind: str) -> TypeGuard[ParameterType]:
+    return kind in _JSON_TYPES
 
 
 def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
@@ -114,7 +118,7 @@ def validate_arguments(args: Any, parameters: list[ToolParameter]) -> list[str]:
             continue
         kinds = allowed_types(p)
         if kinds is not None and not _matches_any(value, kinds):
-            wanted = " or ".join(_PY_NAMES.get(k, k) for k in sorted(kinds))  # type: ignore[call-overload]
+            wanted = " or ".join(_PY_NAMES.get(k, k) for k in sorted(kinds))
             problems.append(f"argument '{key}' must be {wanted}, got {_json_type(value)} {_preview(value)}")
         elif p.enum is not None and value not in p.enum:
             problems.append(f"argument '{key}' must be one of {p.enum!r}, got {_preview(value)}")
