@@ -26,7 +26,7 @@ from agentik_jupyter.testing import Reply  # noqa: E402
 NOTEBOOK = "live_text.ipynb"
 SOURCES = [
     "%load_ext agentik_jupyter",
-    "from agentik_jupyter.kernel import frontend\nprint('live text:', frontend.live_text())",
+    "from agentik_jupyter.notebook import page\nprint('live text:', page.live_text())",
     "%%agent --wait\nSummarise the sales data.",
 ]
 CELL_LOAD, CELL_ANSWERED, CELL_ASK = range(3)
@@ -106,7 +106,7 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
         "%load_ext to run",
     )
     run(lab, CELL_ANSWERED)  # (the extension answered the kernel's hello)
-    lab.wait(lambda: "live text: True" in lab.text(lab.output(CELL_ANSWERED)), 20, "the kernel to know the extension")
+    lab.wait(lambda: "live text: True" in lab.text(lab.output(CELL_ANSWERED)), 60, "the kernel to know the extension")
     lab.page.evaluate(RECORD)
     lab.srv.pace = PACE_HZ
     lab.srv.push(Reply.text(ANSWER, chunks=len(ANSWER) // 4, first_byte_after=0.3))
@@ -155,9 +155,9 @@ def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None
     run(lab, CELL_ANSWERED)  # (a new kernel: nothing loaded, nothing learnt)
     lab.wait(
         lambda: "ModuleNotFoundError" not in lab.text(answered) and "live text: False" in lab.text(answered),
-        20,
+        60,
         "the restarted kernel not to know the extension before %load_ext",
     )
     run(lab, CELL_LOAD)
     run(lab, CELL_ANSWERED)
-    lab.wait(lambda: "live text: True" in lab.text(answered), 20, "the restarted kernel to know the extension")
+    lab.wait(lambda: "live text: True" in lab.text(answered), 60, "the restarted kernel to know the extension")
