@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from .test_browser import Lab, browser_lab, choose_the_kernel_if_asked, lab_server, wait_until, write_code_cells
+from .test_browser import Lab, browser_lab, lab_server, run_cell, write_code_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-
-from playwright.sync_api import Error as PlaywrightError  # noqa: E402
 
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
@@ -126,27 +124,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         browser_lab(srv, server, artifact="jupyterlab_panel_live", height=1000, levels=("error",)) as lab,
     ):
         yield lab
-
-
-def run_cell(lab: Lab, index: int) -> None:
-    """Select the cell by its prompt and Shift+Enter it (again if the kernel was not ready or
-    JupyterLab re-drew the cell under the click)."""
-    prompt = lab.cell(index).locator(".jp-InputArea-prompt")
-    for attempt in range(3):
-        try:
-            choose_the_kernel_if_asked(lab)
-            prompt.scroll_into_view_if_needed(timeout=5_000)
-            before = lab.text(prompt)
-            prompt.click()
-            lab.page.keyboard.press("Shift+Enter")
-            wait_until(lambda: lab.text(prompt) not in (before, "[ ]:"), 20, f"cell {index} to run")
-            return
-        except (AssertionError, PlaywrightError) as exc:
-            if attempt == 2:
-                dialog = lab.page.locator(".jp-Dialog")
-                if dialog.count():
-                    raise AssertionError(f"a dialog is in the way: {lab.text(dialog.first)!r}") from exc
-                raise
 
 
 def panel(lab: Lab) -> Any:
