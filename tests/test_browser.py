@@ -553,21 +553,22 @@ def test_1_cell_answer_streams(lab: Lab) -> None:
     page.goto(f"{lab.server.url}/lab/tree/{NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
     page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=30_000)
+    shown = watch(lab, CELL_AGENT, ".jp-Cell-outputArea")  # every text it shows, however short-lived
     run_first_cell(lab)
     for _ in range(CELL_PANEL):  # run the next three cells; the fifth stays for later
         page.keyboard.press("Shift+Enter")
     out = lab.output(CELL_AGENT)
 
-    partial = lab.wait(
-        lambda: (t := lab.text(out)) and "Streaming answer:" in t and "END-FIRST" not in t and t,
-        30,
-        "a partial streamed answer in the %%agent cell",
-    )
+    lab.wait(lambda: "Streaming answer:" in lab.text(out), 90, "the streamed answer in the %%agent cell")
     lab.shot("streaming.png", at=out)
     # read the text inside the wait: the live view is swapped in place for the saved transcript
     # when the turn ends, and between the two the output area is briefly empty
-    full = lab.wait(lambda: (t := lab.text(out)) and "END-FIRST" in t and t, 20, "the full answer in the %%agent cell")
-    assert len(full) > len(partial)
+    full = lab.wait(lambda: (t := lab.text(out)) and "END-FIRST" in t and t, 90, "the full answer in the %%agent cell")
+    seen = shown.seen()
+    shown.stop()
+    partial = [t for t in seen if "Streaming answer:" in t and "END-FIRST" not in t]
+    assert partial, f"the answer never showed in part, only: {seen}"
+    assert len(full) > len(partial[0])
     for word in FIRST_ANSWER.split():
         assert word in full
     lab.wait(lambda: "✓ Done" in lab.text(out), 10, "the cell's status to say Done")
