@@ -122,10 +122,15 @@ def test_0_fix_without_the_extension_loaded_offers_to_load_it(lab: Lab) -> None:
     shot(lab, "fix_not_loaded.png", at=load)
     load.click()
     turn = broken.locator(".agentik-fix-turn")
-    lab.wait(lambda: "END-FIX" in lab.text(turn), 90, "the fix turn's end under the failed cell")
-    assert "Fix the failed cell [1]: NameError" in lab.text(turn)
+    # one read for both: the turn's live view is swapped for its transcript at the end, and between
+    # the two the turn shows only its header
+    lab.wait(
+        lambda: (t := lab.text(turn)) and "END-FIX" in t and "Fix the failed cell [1]: NameError" in t,
+        90,
+        "the fix turn's question and end under the failed cell",
+    )
     turn.get_by_role("button", name="Dismiss").click()
-    assert turn.count() == 0
+    lab.wait(lambda: turn.count() == 0, 30, "the fix turn dismissed")
 
 
 def test_1_approval_card_buttons_are_jupyterlab_buttons(lab: Lab) -> None:
