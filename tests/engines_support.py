@@ -1,14 +1,19 @@
-"""Shared helpers for the engine tests: the tools on a fresh shell, RSS, and a timed describe."""
+"""Shared helpers for the engine tests: the tools on a fresh shell, RSS, a timed describe, and Stop."""
 
 from __future__ import annotations
 
+import _thread
 import json
+import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
@@ -29,6 +34,32 @@ def tools_for(**variables: Any) -> dict[str, Any]:
     shell = InteractiveShell.instance(config=config)
     shell.user_ns.update(variables)
     return {t.name: t.execute for t in make_context_tools(shell)}
+
+
+@pytest.fixture
+def press_stop() -> Iterator[Callable[[float], None]]:
+    """`press_stop(after)`: Stop, `after` seconds on, as a kernel gets it: SIGINT in the main thread.
+
+    While a cell runs, a kernel has `signal.default_int_handler` on SIGINT, which raises
+    KeyboardInterrupt. A test run started with SIGINT ignored (any command started with `&` by a
+    shell without job control) has no such handler, and `_thread.interrupt_main` then does nothing;
+    so the handler is installed for the test, and the old one put back after it.
+    """
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timers: list[threading.Timer] = []
+
+    def press(after: float) -> None:
+        timer = threading.Timer(after, _thread.interrupt_main)
+        timers.append(timer)
+        timer.start()
+
+    try:
+        yield press
+    finally:
+        for timer in timers:
+            timer.cancel()
+            timer.join()
+        signal.signal(signal.SIGINT, signal.SIG_DFL if old is None else old)
 
 
 def rss_mb() -> float:

@@ -239,6 +239,83 @@ def choose_the_kernel_if_asked(lab: Lab) -> None:
         dialog.first.wait_for(state="detached", timeout=10_000)
 
 
+# Every distinct text a cell's part shows, as the page renders it (a MutationObserver): a state
+# that lasts less than a poll (a partial answer on a fast stream, the [*] of a quick cell) is kept.
+WATCH = """([key, index, selector]) => {
+  const seen = [];
+  const read = () => {
+    const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[index];
+    const part = cell && cell.querySelector(selector);
+    const text = part ? part.textContent : null;
+    if (text !== null && seen[seen.length - 1] !== text) seen.push(text);
+  };
+  read();
+  const observer = new MutationObserver(read);
+  observer.observe(document.body, {childList: true, subtree: true, characterData: true});
+  (window.__agentik_watched ||= {})[key] = {seen, observer};
+}"""
+
+
+@dataclass
+class Watch:
+    """What `watch` saw of one cell's part; `stop()` ends the watching."""
+
+    lab: Lab
+    key: str
+
+    def seen(self) -> list[str]:
+        return list(self.lab.page.evaluate("key => window.__agentik_watched[key].seen", self.key))
+
+    def stop(self) -> None:
+        self.lab.page.evaluate(
+            "key => { const w = window.__agentik_watched?.[key]; if (w) w.observer.disconnect(); }", self.key
+        )
+
+
+def watch(lab: Lab, index: int, selector: str) -> Watch:
+    """Start recording every text cell `index`'s `selector` part shows (see WATCH)."""
+    key = f"{index}:{selector}:{time.monotonic_ns()}"
+    lab.page.evaluate(WATCH, [key, index, selector])
+    return Watch(lab, key)
+
+
+RAN = re.compile(r"\[\d+\]")
+"""A cell's prompt once it has run: `[3]:` (`[*]:` while it runs or waits its turn, `[ ]:` never run)."""
+
+
+def run_cell(lab: Lab, index: int, *, timeout: float = 120) -> None:
+    """Select the cell (command mode) and Shift+Enter it, as a user does; return once it has run.
+
+    The app takes the press when the notebook has its kernel: the prompt turns to `[*]` (or, seen
+    too late, to a new count). Only a press it did not take (the kernel not connected yet, a dialog
+    in the way, the cell re-drawn under the click) is made again: pressing again while the cell waits
+    its turn on a loaded machine would run it twice. Then the cell has run when its prompt shows
+    a count again; `timeout` is only the failure bound.
+    """
+    deadline = time.monotonic() + timeout
+    prompt = lab.cell(index).locator(".jp-InputArea-prompt")
+    while True:
+        choose_the_kernel_if_asked(lab)
+        watched = None
+        try:
+            prompt.scroll_into_view_if_needed(timeout=10_000)
+            watched = watch(lab, index, ".jp-InputArea-prompt")  # its first text: the prompt before the press
+            prompt.click(timeout=10_000)
+            lab.page.keyboard.press("Shift+Enter")
+            wait_until(lambda: len(watched.seen()) > 1, 20, f"cell {index} to start")
+            break
+        except (AssertionError, sync_api.Error) as exc:
+            if time.monotonic() > deadline:
+                dialog = lab.page.locator(".jp-Dialog")
+                if dialog.count():
+                    raise AssertionError(f"a dialog is in the way: {lab.text(dialog.first)!r}") from exc
+                raise
+        finally:
+            if watched is not None:
+                watched.stop()
+    lab.wait(lambda: RAN.search(lab.text(prompt)), max(deadline - time.monotonic(), 30), f"cell {index} to have run")
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
     """Poll `predicate` until it returns something truthy; fail with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -476,21 +553,22 @@ def test_1_cell_answer_streams(lab: Lab) -> None:
     page.goto(f"{lab.server.url}/lab/tree/{NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
     page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=30_000)
+    shown = watch(lab, CELL_AGENT, ".jp-Cell-outputArea")  # every text it shows, however short-lived
     run_first_cell(lab)
     for _ in range(CELL_PANEL):  # run the next three cells; the fifth stays for later
         page.keyboard.press("Shift+Enter")
     out = lab.output(CELL_AGENT)
 
-    partial = lab.wait(
-        lambda: (t := lab.text(out)) and "Streaming answer:" in t and "END-FIRST" not in t and t,
-        30,
-        "a partial streamed answer in the %%agent cell",
-    )
+    lab.wait(lambda: "Streaming answer:" in lab.text(out), 90, "the streamed answer in the %%agent cell")
     lab.shot("streaming.png", at=out)
     # read the text inside the wait: the live view is swapped in place for the saved transcript
     # when the turn ends, and between the two the output area is briefly empty
-    full = lab.wait(lambda: (t := lab.text(out)) and "END-FIRST" in t and t, 20, "the full answer in the %%agent cell")
-    assert len(full) > len(partial)
+    full = lab.wait(lambda: (t := lab.text(out)) and "END-FIRST" in t and t, 90, "the full answer in the %%agent cell")
+    seen = shown.seen()
+    shown.stop()
+    partial = [t for t in seen if "Streaming answer:" in t and "END-FIRST" not in t]
+    assert partial, f"the answer never showed in part, only: {seen}"
+    assert len(full) > len(partial[0])
     for word in FIRST_ANSWER.split():
         assert word in full
     lab.wait(lambda: "✓ Done" in lab.text(out), 10, "the cell's status to say Done")

@@ -26,7 +26,7 @@ from agentik_jupyter.testing import Reply  # noqa: E402
 NOTEBOOK = "live_text.ipynb"
 SOURCES = [
     "%load_ext agentik_jupyter",
-    "from agentik_jupyter.kernel import frontend\nprint('live text:', frontend.live_text())",
+    "from agentik_jupyter.notebook import page\nprint('live text:', page.live_text())",
     "%%agent --wait\nSummarise the sales data.",
 ]
 CELL_LOAD, CELL_ANSWERED, CELL_ASK = range(3)
@@ -90,7 +90,7 @@ def start(lab: Lab, index: int) -> None:
     prompt = lab.cell(index).locator(".jp-InputArea-prompt")
     prompt.click()
     lab.page.keyboard.press("Shift+Enter")
-    lab.wait(lambda: "*" in lab.text(prompt), 10, f"cell {index} to start")
+    lab.wait(lambda: "*" in lab.text(prompt), 60, f"cell {index} to start")
 
 
 def squeeze(text: str) -> str:
@@ -106,7 +106,7 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
         "%load_ext to run",
     )
     run(lab, CELL_ANSWERED)  # (the extension answered the kernel's hello)
-    lab.wait(lambda: "live text: True" in lab.text(lab.output(CELL_ANSWERED)), 20, "the kernel to know the extension")
+    lab.wait(lambda: "live text: True" in lab.text(lab.output(CELL_ANSWERED)), 60, "the kernel to know the extension")
     lab.page.evaluate(RECORD)
     lab.srv.pace = PACE_HZ
     lab.srv.push(Reply.text(ANSWER, chunks=len(ANSWER) // 4, first_byte_after=0.3))
@@ -136,6 +136,16 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
     assert shown[-1] == final  # the live text ends on the transcript's text: no jump
 
 
+def restart_from_the_menu(lab: Lab) -> None:
+    """Kernel > Restart Kernel…, then Restart in the dialog that asks: the page restarts the kernel
+    itself, as a user does, so it knows of the new kernel before the next cell runs."""
+    lab.page.get_by_role("menuitem", name="Kernel", exact=True).click()
+    lab.page.locator(".lm-Menu-item", has_text="Restart Kernel…").first.click()
+    dialog = lab.page.locator(".jp-Dialog")
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=60_000)
+    dialog.wait_for(state="detached", timeout=60_000)
+
+
 def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None:
     """The hello's target stays registered on the notebook's kernel connection across a restart."""
 
@@ -148,16 +158,20 @@ def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None
 
     (session,) = api("/api/sessions")  # type: ignore[misc]
     kernel = f"/api/kernels/{session['kernel']['id']}"
-    api(f"{kernel}/restart", "POST")
-    lab.wait(lambda: api(kernel)["execution_state"] == "idle", 30, "the restarted kernel")  # type: ignore[index]
-    lab.page.wait_for_timeout(1_000)  # (the page hears of the restart on its websocket)
+    started = api(kernel)["last_activity"]  # type: ignore[index]
+    restart_from_the_menu(lab)
+    lab.wait(
+        lambda: (k := api(kernel)) and k["execution_state"] == "idle" and k["last_activity"] != started,  # type: ignore[index]
+        90,
+        "the restarted kernel",
+    )
     answered = lab.output(CELL_ANSWERED)
     run(lab, CELL_ANSWERED)  # (a new kernel: nothing loaded, nothing learnt)
     lab.wait(
         lambda: "ModuleNotFoundError" not in lab.text(answered) and "live text: False" in lab.text(answered),
-        20,
+        60,
         "the restarted kernel not to know the extension before %load_ext",
     )
     run(lab, CELL_LOAD)
     run(lab, CELL_ANSWERED)
-    lab.wait(lambda: "live text: True" in lab.text(answered), 20, "the restarted kernel to know the extension")
+    lab.wait(lambda: "live text: True" in lab.text(answered), 60, "the restarted kernel to know the extension")

@@ -23,10 +23,9 @@ import pytest
 
 from .test_browser import (  # noqa: E402  (skips the module when chromium is missing)
     Lab,
-    choose_the_kernel_if_asked,
     notebook_page,
+    run_cell,
     tool_messages,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -62,24 +61,6 @@ def source(lab: Lab, index: int) -> str:
             "i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.cm-content').innerText", index
         )
     )
-
-
-def run_cell(lab: Lab, index: int) -> None:
-    """Select a cell (command mode) and Shift+Enter it, again if the kernel was not ready yet."""
-    for attempt in range(3):
-        choose_the_kernel_if_asked(lab)
-        lab.cell(index).locator(".jp-InputArea-prompt").click()
-        lab.page.keyboard.press("Shift+Enter")
-        try:
-            wait_until(
-                lambda: re.search(r"\[\d+\]", lab.text(lab.cell(index).locator(".jp-InputArea-prompt"))),
-                8,
-                f"cell {index} to run",
-            )
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
 
 
 def ask(lab: Lab, *replies: Reply) -> None:

@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from .test_browser import Lab, browser_lab, choose_the_kernel_if_asked, lab_server, wait_until, write_code_cells
+from .test_browser import Lab, browser_lab, lab_server, run_cell, write_code_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-
-from playwright.sync_api import Error as PlaywrightError  # noqa: E402
 
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 
@@ -128,27 +126,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield lab
 
 
-def run_cell(lab: Lab, index: int) -> None:
-    """Select the cell by its prompt and Shift+Enter it (again if the kernel was not ready or
-    JupyterLab re-drew the cell under the click)."""
-    prompt = lab.cell(index).locator(".jp-InputArea-prompt")
-    for attempt in range(3):
-        try:
-            choose_the_kernel_if_asked(lab)
-            prompt.scroll_into_view_if_needed(timeout=5_000)
-            before = lab.text(prompt)
-            prompt.click()
-            lab.page.keyboard.press("Shift+Enter")
-            wait_until(lambda: lab.text(prompt) not in (before, "[ ]:"), 20, f"cell {index} to run")
-            return
-        except (AssertionError, PlaywrightError) as exc:
-            if attempt == 2:
-                dialog = lab.page.locator(".jp-Dialog")
-                if dialog.count():
-                    raise AssertionError(f"a dialog is in the way: {lab.text(dialog.first)!r}") from exc
-                raise
-
-
 def panel(lab: Lab) -> Any:
     return lab.output(CELL_PANEL)
 
@@ -186,12 +163,12 @@ def test_1_history_shows_with_the_last_reply_in_view(lab: Lab) -> None:
     lab.srv.push(Reply.text(FIRST_ANSWER))
     for index in (CELL_LOAD, CELL_DATA, CELL_FIRST, CELL_PANEL):
         run_cell(lab, index)
-    lab.wait(lambda: "END-FIRST" in lab.text(panel(lab)), 30, "the first answer in the panel")
+    lab.wait(lambda: "END-FIRST" in lab.text(panel(lab)), 90, "the first answer in the panel")
     look_at_panel(lab)
     end = last_text(lab, "END-FIRST")
     g = geometry(end)
     assert g["scrollHeight"] > g["clientHeight"] + 100, g  # the conversation overflows its box
-    lab.wait(lambda: in_view(end), 5, "the last reply in view")
+    lab.wait(lambda: in_view(end), 30, "the last reply in view")
     lab.shot("panel_live_history.png")
 
 
@@ -199,15 +176,15 @@ def test_2_a_background_cell_turn_appears_in_the_panel(lab: Lab) -> None:
     lab.srv.push(Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "sales"}}]), Reply.text(CELL_ANSWER))
     run_cell(lab, CELL_BACKGROUND)
     look_at_panel(lab)
-    lab.wait(lambda: "Describe sales from a cell" in lab.text(panel(lab)), 20, "the cell's question in the panel")
-    lab.wait(lambda: "Cell paragraph 3" in lab.text(panel(lab)), 20, "the cell's answer streaming in the panel")
-    assert in_view(last_text(lab, "Cell paragraph")), geometry(last_text(lab, "Cell paragraph"))
-    lab.wait(lambda: "END-CELL" in lab.text(panel(lab)), 20, "the cell's answer in the panel")
+    lab.wait(lambda: "Describe sales from a cell" in lab.text(panel(lab)), 60, "the cell's question in the panel")
+    lab.wait(lambda: "Cell paragraph 3" in lab.text(panel(lab)), 60, "the cell's answer streaming in the panel")
+    lab.wait(lambda: in_view(last_text(lab, "Cell paragraph")), 30, "the cell's answer in view while it streams")
+    lab.wait(lambda: "END-CELL" in lab.text(panel(lab)), 60, "the cell's answer in the panel")
     text = lab.text(panel(lab))
     assert "describe_dataframe(" in text  # its tool card
     assert text.count("Describe sales from a cell") == 1
     lab.wait(lambda: "✓ Done" in lab.text(panel(lab).locator(".agentik-status")), 10, "Done in the panel")
-    lab.wait(lambda: in_view(last_text(lab, "END-CELL")), 5, "the cell's reply in view")
+    lab.wait(lambda: in_view(last_text(lab, "END-CELL")), 30, "the cell's reply in view")
     lab.no_widget_errors()
     lab.shot("panel_live_cell_turn.png")
 
@@ -216,17 +193,17 @@ def test_3_a_waited_cell_turn_appears_in_the_panel(lab: Lab) -> None:
     lab.srv.push(Reply.text(WAITED_ANSWER))
     run_cell(lab, CELL_WAITED)
     look_at_panel(lab)
-    lab.wait(lambda: "END-WAITED" in lab.text(panel(lab)), 30, "the --wait cell's answer in the panel")
+    lab.wait(lambda: "END-WAITED" in lab.text(panel(lab)), 90, "the --wait cell's answer in the panel")
     assert lab.text(panel(lab)).count("A waited question from a cell") == 1
-    lab.wait(lambda: in_view(last_text(lab, "END-WAITED")), 5, "the --wait cell's reply in view")
+    lab.wait(lambda: in_view(last_text(lab, "END-WAITED")), 30, "the --wait cell's reply in view")
 
 
 def test_4_a_stopped_cell_turn_says_stopped(lab: Lab) -> None:
     lab.srv.push(Reply.text(LONG_ANSWER))
     run_cell(lab, CELL_LONG)
     look_at_panel(lab)
-    lab.wait(lambda: "essay60" in lab.text(panel(lab)), 20, "the long answer streaming in the panel")
-    assert in_view(last_text(lab, "essay")), geometry(last_text(lab, "essay"))
+    lab.wait(lambda: "essay60" in lab.text(panel(lab)), 60, "the long answer streaming in the panel")
+    lab.wait(lambda: in_view(last_text(lab, "essay")), 30, "the long answer in view while it streams")
     run_cell(lab, CELL_STOP)
     look_at_panel(lab)
     lab.wait(lambda: "■ Stopped" in lab.text(panel(lab).locator(".agentik-stopped")), 10, "the Stopped mark")
@@ -239,43 +216,43 @@ def test_5_reading_above_is_not_yanked_then_the_bottom_pins_again(lab: Lab) -> N
     look_at_panel(lab)
     anchor = last_text(lab, "First paragraph 2:")
     anchor.evaluate(SCROLL_TO, "top")
-    lab.wait(lambda: in_view(anchor), 5, "the user reading an early reply")  # the top of a long history
+    lab.wait(lambda: in_view(anchor), 30, "the user reading an early reply")  # the top of a long history
     before = geometry(anchor)["top"]
     lab.srv.push(Reply.text(READING_ANSWER))
     run_cell(lab, CELL_READING)
     look_at_panel(lab)
-    lab.wait(lambda: "END-READING" in lab.text(panel(lab)), 30, "the answer that arrived while reading")
+    lab.wait(lambda: "END-READING" in lab.text(panel(lab)), 90, "the answer that arrived while reading")
     after = geometry(anchor)["top"]
     assert abs(after - before) <= 2, f"the text being read moved from {before} to {after}"
     lab.shot("panel_live_reading_above.png")
 
     end = last_text(lab, "END-READING")
     end.evaluate(SCROLL_TO, "bottom")
-    lab.wait(lambda: in_view(end), 5, "back at the bottom")
+    lab.wait(lambda: in_view(end), 30, "back at the bottom")
     lab.srv.push(Reply.text(PINNED_ANSWER))
     run_cell(lab, CELL_PINNED)
     look_at_panel(lab)
-    lab.wait(lambda: "Pinned paragraph 5" in lab.text(panel(lab)), 20, "the next answer streaming")
-    assert in_view(last_text(lab, "Pinned paragraph")), geometry(last_text(lab, "Pinned paragraph"))
-    lab.wait(lambda: "END-PINNED" in lab.text(panel(lab)), 20, "the next answer")
-    lab.wait(lambda: in_view(last_text(lab, "END-PINNED")), 5, "the newest reply in view again")
+    lab.wait(lambda: "Pinned paragraph 5" in lab.text(panel(lab)), 60, "the next answer streaming")
+    lab.wait(lambda: in_view(last_text(lab, "Pinned paragraph")), 30, "the next answer in view while it streams")
+    lab.wait(lambda: "END-PINNED" in lab.text(panel(lab)), 60, "the next answer")
+    lab.wait(lambda: in_view(last_text(lab, "END-PINNED")), 30, "the newest reply in view again")
 
 
 def test_6_a_resumed_session_keeps_the_stopped_mark(lab: Lab) -> None:
     run_cell(lab, CELL_NEW)
-    lab.wait(lambda: "END-PINNED" not in lab.text(panel(lab)), 10, "the panel emptied by %agent new")
+    lab.wait(lambda: "END-PINNED" not in lab.text(panel(lab)), 60, "the panel emptied by %agent new")
     run_cell(lab, CELL_RESUME)
     look_at_panel(lab)
     lab.wait(
         lambda: "END-PINNED" in lab.text(panel(lab)) and "Write a long essay from a cell" in lab.text(panel(lab)),
-        20,
+        60,
         "the session re-rendered from the file",
     )
     text = lab.text(panel(lab))
     assert text.count("■ Stopped: the answer above is incomplete") == 1, text
     assert "Interrupted by the user" not in text
     assert "First question, before the panel" in lab.text(panel(lab).locator(".widget-html").first)  # the title
-    lab.wait(lambda: in_view(last_text(lab, "END-PINNED")), 5, "the newest reply in view after the re-render")
+    lab.wait(lambda: in_view(last_text(lab, "END-PINNED")), 30, "the newest reply in view after the re-render")
     stopped = panel(lab).locator(".agentik-stopped").last
     stopped.evaluate("(el) => el.scrollIntoView({block: 'center'})")
     lab.shot("panel_live_resumed_stopped.png")
@@ -286,22 +263,22 @@ def test_7_a_first_reply_in_a_fresh_panel_stays_on_screen(lab: Lab) -> None:
     """A new session: the panel is short, its text box at the bottom of the window where the
     user typed; the reply must not push itself below the window as it streams."""
     run_cell(lab, CELL_FRESH)
-    lab.wait(lambda: "END-PINNED" not in lab.text(panel(lab)), 10, "the panel emptied by %agent new")
+    lab.wait(lambda: "END-PINNED" not in lab.text(panel(lab)), 60, "the panel emptied by %agent new")
     box = panel(lab).get_by_placeholder("Ask the agent")
     box.evaluate("(el) => el.scrollIntoView({block: 'end'})")
     note = panel(lab).get_by_text("No messages yet")
-    lab.wait(lambda: note.is_visible(), 5, "the empty pane's note")
+    lab.wait(lambda: note.is_visible(), 30, "the empty pane's note")
     lab.shot("panel_live_empty.png")
     lab.srv.push(Reply.text(FRESH_ANSWER))
     box.click()
     box.fill(FRESH_QUESTION)
     panel(lab).get_by_role("button", name="Send").click()
-    lab.wait(lambda: "Fresh paragraph 4" in lab.text(panel(lab)), 20, "the reply streaming")
+    lab.wait(lambda: "Fresh paragraph 4" in lab.text(panel(lab)), 60, "the reply streaming")
     streaming = last_text(lab, "Fresh paragraph")
     assert in_window(streaming), geometry(streaming)
-    lab.wait(lambda: "END-FRESH" in lab.text(panel(lab)), 20, "the whole reply")
+    lab.wait(lambda: "END-FRESH" in lab.text(panel(lab)), 60, "the whole reply")
     end = last_text(lab, "END-FRESH")
-    lab.wait(lambda: in_window(end) and in_view(end), 5, "the reply's end on screen")
+    lab.wait(lambda: in_window(end) and in_view(end), 30, "the reply's end on screen")
     assert box.evaluate("(el) => el.getBoundingClientRect().bottom") <= geometry(end)["windowBottom"] + 1
     assert lab.text(panel(lab).locator(".agentik-panel-transcript")).count(FRESH_QUESTION) == 1  # its own turn, once
     assert not note.is_visible()
@@ -311,9 +288,9 @@ def test_7_a_first_reply_in_a_fresh_panel_stays_on_screen(lab: Lab) -> None:
 def test_8_a_temporary_cell_does_not_cut_the_panel_off(lab: Lab) -> None:
     lab.srv.push(Reply.text("Off the record. END-TEMP"), Reply.text(AFTER_TEMP_ANSWER))
     run_cell(lab, CELL_TEMP)
-    lab.wait(lambda: "END-TEMP" in lab.text(lab.output(CELL_TEMP)), 20, "the temporary answer in its cell")
+    lab.wait(lambda: "END-TEMP" in lab.text(lab.output(CELL_TEMP)), 60, "the temporary answer in its cell")
     run_cell(lab, CELL_AFTER_TEMP)
     look_at_panel(lab)
-    lab.wait(lambda: "END-BACK" in lab.text(panel(lab)), 20, "the next cell turn in the panel")
+    lab.wait(lambda: "END-BACK" in lab.text(panel(lab)), 60, "the next cell turn in the panel")
     assert "END-TEMP" not in lab.text(panel(lab))  # a temporary turn is not part of the session
-    lab.wait(lambda: in_view(last_text(lab, "END-BACK")), 5, "the reply in view")
+    lab.wait(lambda: in_view(last_text(lab, "END-BACK")), 30, "the reply in view")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import _thread
 import re
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -15,6 +15,8 @@ from agentik_jupyter.engines import base, limits
 from agentik_jupyter.engines.base import ColumnStats, Head, Job, OverBudget, StatsResult, Summary, run_bounded
 from agentik_jupyter.engines.render import render
 from agentik_jupyter.tools import dataframes
+
+from .engines_support import press_stop  # noqa: F401 (a fixture)
 
 
 def test_output_budget_is_the_pandas_one() -> None:
@@ -52,10 +54,10 @@ def test_deadline_cancels_through_the_engine() -> None:
     assert time.monotonic() - started < 0.3 + limits.CANCEL_GRACE_S
 
 
-def test_stop_cancels_through_the_engine_and_propagates() -> None:
+def test_stop_cancels_through_the_engine_and_propagates(press_stop: Callable[[float], None]) -> None:
     """A kernel interrupt (Stop) lands in the waiting thread as KeyboardInterrupt: the engine is cancelled."""
     job, cancelled = _blocking_job()
-    threading.Timer(0.3, _thread.interrupt_main).start()
+    press_stop(0.3)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_bounded(job, time.monotonic() + 20)

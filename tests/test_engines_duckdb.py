@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import _thread
-import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 duckdb = pytest.importorskip("duckdb")
 pd = pytest.importorskip("pandas")
 
-from .engines_support import BIG_BUDGET_S, RSS_GROWTH_MB, SLACK_S, rss_mb, timed_describe, tools_for  # noqa: E402
+from .engines_support import (  # noqa: E402
+    BIG_BUDGET_S,
+    RSS_GROWTH_MB,
+    SLACK_S,
+    press_stop,  # noqa: F401 (a fixture)
+    rss_mb,
+    timed_describe,
+    tools_for,
+)
 
 LONG = "Trips over the past 24-hours (midnight to 11:59pm)"
 BIG_SQL = (
@@ -89,13 +96,15 @@ def test_200m_rows_within_budget_and_memory(con: duckdb.DuckDBPyConnection, budg
     assert con.sql("SELECT 41 + 1").fetchall() == [(42,)]
 
 
-def test_stop_interrupts_the_query(con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stop_interrupts_the_query(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, press_stop: Callable[[float], None]
+) -> None:
     """A kernel interrupt during describe reaches DuckDB: the tool stops at once, the connection lives on."""
     monkeypatch.setenv("AGENTIK_DESCRIBE_BUDGET_S", "60")
     rel = con.sql(BIG_SQL)
     tools = tools_for(big=rel)
     before = rss_mb()
-    threading.Timer(1.0, _thread.interrupt_main).start()
+    press_stop(1.0)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         tools["describe_dataframe"](name="big")

@@ -1,7 +1,8 @@
 """The Jupyter server's side: SSE deltas and the server's own log carry no key.
 
 A real Jupyter Server with the key only in its environment and the fake provider over HTTP.
-The provider spells the key out across stream chunks: no SSE event holds it, and the
+The provider spells the key out across stream chunks: no run of SSE events holds it, what a
+reader has seen after each event is how the masked text begins, and the
 streamed text joined is the masked `end` content. Then requests that make our handlers log
 (a provider error that quotes the key, a query string and a `Referer` carrying it, a path
 outside the root) leave the key in no line of the server's log output.
@@ -52,22 +53,40 @@ def sse_events(server: RunningServer, body: dict[str, Any]) -> list[tuple[str, d
     return events
 
 
+def assert_streamed_clean(kind: str, events: list[tuple[str, dict[str, Any]]], expected: str) -> None:
+    """The `kind` events hold the key in no run of them and leave no start of it for the next one.
+
+    However the reads fell (one event per provider chunk, or several chunks in one), a key split
+    over two events shows in the run of events that spans them; and what a reader has seen after
+    each event is how the masked text begins, so no event ends with a start of the key that a
+    later one completes (or masks: `sk-agen` + `[hidden: …]` is not how the masked text goes on).
+    """
+    texts = [data["text"] for k, data in events if k == kind]
+    for first in range(len(texts)):
+        for last in range(first + 1, len(texts) + 1):
+            assert_clean(f"{kind} events {first}..{last - 1} joined", "".join(texts[first:last]))
+    seen = ""
+    for index, text in enumerate(texts):
+        seen += text
+        assert expected.startswith(seen), f"after {kind} event {index} ({text!r}) the reader has {seen!r}"
+    assert seen == expected
+
+
 def test_sse_deltas_never_carry_the_key_split_across_chunks(server: RunningServer, llm: FakeLLMServer) -> None:
+    assert all(KEY not in piece for piece in Reply.text(ANSWER, chunks=CHUNKS).pieces()), "the provider cuts the key"
     llm.push(Reply.text(ANSWER, chunks=CHUNKS, reasoning=REASONING))
-    llm.chunk_delay = 0.01  # each chunk its own read, so the reader cannot join them before the scrubber
+    llm.chunk_delay = 0.02  # paced like a model, so the route mostly reads the chunks one by one
     try:
         events = sse_events(server, {"messages": [{"role": "user", "content": "What is my key?"}]})
     finally:
         llm.chunk_delay = 0.0
     kinds = [kind for kind, _ in events]
     assert kinds[0] == "start" and kinds[-1] == "end"
-    assert kinds.count("delta") > 5, "the answer streamed in many deltas"
     assert_clean("an SSE event", json.dumps(events))
-    text = "".join(data["text"] for kind, data in events if kind == "delta")
-    reasoning = "".join(data["text"] for kind, data in events if kind == "reasoning")
     expected = scrub(ANSWER, {"LLM_API_KEY": KEY})
-    assert text == expected and events[-1][1]["content"] == expected and MASK in text
-    assert reasoning == scrub(REASONING, {"LLM_API_KEY": KEY})
+    assert MASK in expected and events[-1][1]["content"] == expected
+    assert_streamed_clean("delta", events, expected)
+    assert_streamed_clean("reasoning", events, scrub(REASONING, {"LLM_API_KEY": KEY}))
 
 
 def wait_for_log(server: RunningServer, needle: str, timeout: float = 10.0) -> str:
