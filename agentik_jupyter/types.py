@@ -79,6 +79,10 @@ class ChatMessage(_Model):
     id: str = Field(default_factory=lambda: new_id("msg_"))
     role: Role
     content: str = ""
+    context_note: str | None = None
+    """A user message's notebook context when it was asked (cell, variables, changes): sent to the
+    model before the question, never shown as the question. It rides with the question, after the
+    history, so the system prompt and the history stay a prefix the provider can cache."""
     tool_calls: list[ToolCall] | None = None
     tool_result: ToolResult | None = None
     reasoning: str | None = None
@@ -101,6 +105,8 @@ class AgentContext(_Model):
     variables: list[VariableSummary] = Field(default_factory=list)
     execution_count: int | None = None
     instructions: str | None = None
+    session_key: str | None = None
+    """A stable key per session, for providers that route requests to a warm prompt cache."""
 
 
 class ToolParameter(_Model):
@@ -149,8 +155,14 @@ class ToolDefinition(BaseModel):
 
 
 class Usage(_Model):
+    """Tokens of one or more model calls. `input_tokens` counts every input token, those served
+    from the provider's prompt cache (`cached_tokens`) and written to it (`cache_write_tokens`)
+    included, whatever the wire format (Anthropic reports the three apart; we add them up)."""
+
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 # ---- Events: what the orchestrator emits for the UI and for persistence ----
@@ -209,6 +221,7 @@ class UserMessage(_Model):
     id: str = Field(default_factory=lambda: new_id("msg_"))
     content: str
     context: AgentContext | None = None
+    context_note: str | None = None
     timestamp: float = Field(default_factory=now)
 
 

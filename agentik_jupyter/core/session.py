@@ -19,6 +19,7 @@ from typing import Any
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
+from agentik_jupyter.core.prompt import context_note
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.ids import check_session_id
@@ -79,6 +80,8 @@ class Session:
         self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
+        self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
+        self._key = new_id("tmp_")  # a temporary session's cache key
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
         self._dequeued: set[asyncio.Future[Any]] = set()
@@ -281,6 +284,7 @@ class Session:
             self.chat_store.set_messages([])
             return None
         self.conversation_id, self.title = info.id, info.title
+        self._last_context = None  # the next note lists every variable again
         page = await self.db.audit_log(info.id, limit=HISTORY_PAGE, whole_turns=True)
         self.older_before = page.next_before_seq
         self.chat_store.set_messages(entries_to_messages(page.entries, self._turn_id if self.busy else None))
@@ -297,6 +301,7 @@ class Session:
         """Drop the current conversation and its transcript; the next one is created when a turn begins."""
         self.conversation_id, self.title, self.older_before = None, None, None
         self._working = []
+        self._last_context = None
         self.chat_store.clear_messages()
 
     async def fail_turn(self, message: str, code: str | None = None) -> None:
@@ -358,14 +363,18 @@ class Session:
                 transport.model = previous_model  # type: ignore[attr-defined]
 
     async def _run(self, text: str, context: AgentContext | None, model: str | None) -> TurnOutcome:
-        user = UserMessage(content=text, context=context)
-        user_msg = ChatMessage(id=user.id, role="user", content=text, timestamp=user.timestamp)
+        note = context_note(context, self._last_context)
+        user = UserMessage(content=text, context=context, context_note=note)
+        user_msg = ChatMessage(id=user.id, role="user", content=text, context_note=note, timestamp=user.timestamp)
         was = self.conversation_id
         try:
             history = await self._begin(user, user_msg, model)
         except SessionDBError as exc:
             await self.fail_turn(f"Could not write the session file: {exc}", "storage")
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
+        self._last_context = context
+        if context is not None:  # one key per session: OpenAI routes it to the same warm cache
+            context = context.model_copy(update={"session_key": f"agentik-{self.conversation_id or self._key}"})
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))

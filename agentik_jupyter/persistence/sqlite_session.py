@@ -246,7 +246,9 @@ class SessionDB:
         spec says, so "try again" after a failure reaches the model with the question); returns
         the new turn id."""
         turn_id = new_id("turn_")
-        question = ChatMessage(id=user.id, role="user", content=user.content, timestamp=user.timestamp)
+        question = ChatMessage(
+            id=user.id, role="user", content=user.content, context_note=user.context_note, timestamp=user.timestamp
+        )
 
         def body(conn: sqlite3.Connection) -> str:
             row = self._writable_row(conn, conversation_id)

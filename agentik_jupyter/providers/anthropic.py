@@ -51,7 +51,8 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "user":
-            role, blocks = "user", ([{"type": "text", "text": message.content}] if message.content else [])
+            texts = [message.context_note, message.content]  # the note its own block, the question as written
+            role, blocks = "user", [{"type": "text", "text": t} for t in texts if t]
         elif message.role == "assistant":
             role, blocks = "assistant", _assistant_blocks(message)
         elif message.tool_result is not None:

@@ -14,7 +14,7 @@ import httpx2
 from pydantic import SecretStr
 
 from agentik_jupyter.providers import _constants as C
-from agentik_jupyter.providers._convert import input_schema, tool_result_text
+from agentik_jupyter.providers._convert import input_schema, tool_result_text, user_text
 from agentik_jupyter.providers._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator, completion_as_chunk, only_text
 from agentik_jupyter.providers._read_ahead import Assembled, feed_each, read_ahead
@@ -52,7 +52,7 @@ def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> li
             wire.append(images_message(images))
             images = []
         if message.role == "user":
-            wire.append({"role": "user", "content": message.content})
+            wire.append({"role": "user", "content": user_text(message)})
         elif message.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:

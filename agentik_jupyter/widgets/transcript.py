@@ -235,7 +235,7 @@ def transcript_bundle(
         {"version": 1,
          "title": str | null,
          "status": "complete" | "max_iterations" | "interrupted" | "error" | null,
-         "usage": {"input_tokens": int | null, "output_tokens": int | null} | null,
+         "usage": {"input_tokens"?: int, "output_tokens"?: int, "cached_tokens"?: int, "cache_write_tokens"?: int} | null,
          "elapsed_s": float | null,
          "failed_tools": int,        # only when > 0: tool calls that failed (not those the user denied);
                                      # the footer then reads "⚠ Finished with n failed tool call(s)"
@@ -266,7 +266,7 @@ def transcript_bundle(
         "version": TRANSCRIPT_VERSION,
         "title": title,
         "status": status,
-        "usage": usage.model_dump() if usage is not None else None,
+        "usage": usage.model_dump(exclude_none=True) if usage is not None else None,
         "elapsed_s": round(elapsed_s, 3) if elapsed_s is not None else None,
         "entries": entries,
     }

@@ -1,0 +1,104 @@
+"""A long session in a real kernel sends a prefix the provider can cache, against the fake server's recorded requests.
+
+Providers cache the longest identical prefix in the order tools -> system -> messages. The
+first request of a turn must therefore start with the bytes of the request before it (the last
+of the previous turn): the per-question context (cell, execution count, variables) rides with the
+new question, not in the system prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.testing.pytest_plugin import PROVIDERS
+
+from .kernel_support import NotebookKernel, kernel_env
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def strip_markers(value: Any) -> Any:
+    """The request without `cache_control` markers: they say where to cache, not what."""
+    if isinstance(value, dict):
+        return {k: strip_markers(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_markers(v) for v in value]
+    return value
+
+
+def cache_order(body: dict[str, Any]) -> list[str]:
+    """A request as the provider's cache sees it: tools, then system, then each message, as JSON."""
+    body = strip_markers(body)
+    head = [json.dumps(body.get("tools")), json.dumps(body.get("system"))]
+    return head + [json.dumps(m, sort_keys=True) for m in body["messages"]]
+
+
+def system_text(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, list):
+        return "".join(b.get("text", "") for b in system)
+    if isinstance(system, str):
+        return system
+    return "".join(m["content"] for m in body["messages"] if m["role"] == "system")
+
+
+@dataclass
+class Run:
+    provider: str
+    server: FakeLLMServer
+    kernel: NotebookKernel
+    turns: list[int]  # index of each turn's first request
+
+
+@pytest.fixture(scope="module", params=PROVIDERS)
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    provider = request.param
+    folder: Path = tmp_path_factory.mktemp(f"cache-{provider}")
+    with FakeLLMServer() as server:
+        kernel = NotebookKernel(kernel_env(server, provider, AGENTIK_DB_PATH=str(folder / "s.agentik.db")), folder)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.run("import pandas as pd\nsales = pd.DataFrame({'units': range(100)})")
+            turns: list[int] = []
+            for i in range(4):
+                turns.append(len(server.requests))
+                server.push(
+                    Reply.tool_calls([{"name": "describe_dataframe", "args": {"name": "sales"}}]),
+                    Reply.text(f"Answer {i}: sales has 100 rows. " + "More words. " * 40),
+                )
+                kernel.run(f"%%agent --wait\nQuestion {i} about sales?")
+                kernel.run(f"extra_{i} = {i} * 2")  # an ordinary cell between turns
+            yield Run(provider, server, kernel, turns)
+        finally:
+            kernel.close()
+
+
+def test_a_turns_first_request_starts_with_the_bytes_of_the_request_before(run: Run) -> None:
+    requests = run.server.requests
+    assert len(requests) == 8
+    for start in run.turns[1:]:
+        before, first = cache_order(requests[start - 1].body), cache_order(requests[start].body)
+        assert first[: len(before)] == before, f"turn starting at request {start} breaks the cached prefix"
+        assert len(first) > len(before)
+    for a, b in zip(requests, requests[1:]):  # the system prompt and the tools never change
+        assert cache_order(a.body)[:2] == cache_order(b.body)[:2]
+
+
+def test_the_question_carries_where_it_was_asked_and_what_changed(run: Run) -> None:
+    last = run.server.requests[run.turns[-1]]
+    assert "Execution count" not in system_text(last.body) and "extra_" not in system_text(last.body)
+    user = last.body["messages"][-1]
+    text = user["content"] if isinstance(user["content"], str) else "\n\n".join(b["text"] for b in user["content"])
+    assert "Execution count:" in text and "New variables since the last question:\n- extra_2: int" in text
+    assert text.endswith("Question 3 about sales?")
+    assert last.last_user_text() == "Question 3 about sales?"
+    first = run.server.requests[0].body["messages"][-1]
+    first_text = first["content"] if isinstance(first["content"], str) else first["content"][0]["text"]
+    assert "- sales: pandas.DataFrame" in first_text  # the first question lists every variable
