@@ -165,6 +165,20 @@ class Usage(_Model):
     cache_write_tokens: int | None = None
 
 
+def add_usage(total: Usage, part: Usage) -> Usage:
+    """Two counts added field by field; a field neither reported stays None."""
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return Usage(
+        input_tokens=plus(total.input_tokens, part.input_tokens),
+        output_tokens=plus(total.output_tokens, part.output_tokens),
+        cached_tokens=plus(total.cached_tokens, part.cached_tokens),
+        cache_write_tokens=plus(total.cache_write_tokens, part.cache_write_tokens),
+    )
+
+
 # ---- Events: what the orchestrator emits for the UI and for persistence ----
 
 

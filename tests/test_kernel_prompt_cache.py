@@ -19,7 +19,7 @@ import pytest
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
 
-from .kernel_support import NotebookKernel, kernel_env
+from .kernel_support import NotebookKernel, kernel_env, sql
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -54,6 +54,7 @@ class Run:
     provider: str
     server: FakeLLMServer
     kernel: NotebookKernel
+    db_path: Path
     turns: list[int]  # index of each turn's first request
 
 
@@ -62,7 +63,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     provider = request.param
     folder: Path = tmp_path_factory.mktemp(f"cache-{provider}")
     with FakeLLMServer() as server:
-        kernel = NotebookKernel(kernel_env(server, provider, AGENTIK_DB_PATH=str(folder / "s.agentik.db")), folder)
+        db_path = folder / "s.agentik.db"
+        kernel = NotebookKernel(kernel_env(server, provider, AGENTIK_DB_PATH=str(db_path)), folder)
         try:
             kernel.run("%load_ext agentik_jupyter")
             kernel.run("import pandas as pd\nsales = pd.DataFrame({'units': range(100)})")
@@ -75,7 +77,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                 )
                 kernel.run(f"%%agent --wait\nQuestion {i} about sales?")
                 kernel.run(f"extra_{i} = {i} * 2")  # an ordinary cell between turns
-            yield Run(provider, server, kernel, turns)
+            yield Run(provider, server, kernel, db_path, turns)
         finally:
             kernel.close()
 
@@ -102,3 +104,30 @@ def test_the_question_carries_where_it_was_asked_and_what_changed(run: Run) -> N
     first = run.server.requests[0].body["messages"][-1]
     first_text = first["content"] if isinstance(first["content"], str) else first["content"][0]["text"]
     assert "- sales: pandas.DataFrame" in first_text  # the first question lists every variable
+
+
+def test_anthropic_requests_mark_tools_system_and_newest_message(run: Run) -> None:
+    if run.provider != "anthropic":
+        assert all("cache_control" not in json.dumps(r.body) for r in run.server.requests)
+        keys = {r.body.get("prompt_cache_key") for r in run.server.requests}
+        assert len(keys) == 1 and next(iter(keys)).startswith("agentik-conv_")  # one key for the session
+        return
+    for request in run.server.requests:
+        body = request.body
+        assert json.dumps(body).count('"cache_control"') == 3
+        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_cached_tokens_are_saved_per_turn_in_the_sessions_file(run: Run) -> None:
+    rows = sql(
+        run.db_path,
+        "SELECT requests, input_tokens, cached_tokens, cache_write_tokens, output_tokens FROM turn_usage"
+        " ORDER BY created_at",
+    )
+    assert len(rows) == 4 and all(r[0] == 2 for r in rows)
+    later = rows[1:]
+    assert all(cached > 0.8 * tokens for _, tokens, cached, _, _ in later), rows
+    if run.provider == "anthropic":
+        assert all(written > 0 for *_, written, _ in rows)

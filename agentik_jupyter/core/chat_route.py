@@ -103,7 +103,15 @@ MAX_CACHED_ADAPTERS = 4
 def config_digest(config: ProviderConfig) -> str:
     """A hash of everything that selects an adapter, so no cache holds the key itself."""
     material = json.dumps(
-        [config.provider, config.base_url, config.api_key.get_secret_value(), config.include_usage, config.read_timeout]
+        [
+            config.provider,
+            config.base_url,
+            config.api_key.get_secret_value(),
+            config.include_usage,
+            config.cache_control,
+            config.prompt_cache_key,
+            config.read_timeout,
+        ]
     )
     return hashlib.sha256(material.encode()).hexdigest()
 

@@ -28,6 +28,7 @@ from agentik_jupyter.persistence import (
     ConversationInfo,
     ConversationNotFoundError,
     SessionDBError,
+    TurnUsage,
     context_budget,
     estimate_tokens,
 )
@@ -81,6 +82,7 @@ class Session:
         self.last_outcome: TurnOutcome | None = None
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
+        self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
         self._key = new_id("tmp_")  # a temporary session's cache key
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
@@ -302,6 +304,7 @@ class Session:
         self.conversation_id, self.title, self.older_before = None, None, None
         self._working = []
         self._last_context = None
+        self._usages = []
         self.chat_store.clear_messages()
 
     async def fail_turn(self, message: str, code: str | None = None) -> None:
@@ -382,14 +385,14 @@ class Session:
             outcome = await self.orchestrator.run([*history, user_msg], context)
         except asyncio.CancelledError:
             outcome = self.orchestrator.last_outcome or TurnOutcome(reason="interrupted")
-            await self._finish(user_msg, outcome)
+            await self._finish(user_msg, outcome, model)
             if not self._stop.requested:
                 raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             return outcome
-        await self._finish(user_msg, outcome)
+        await self._finish(user_msg, outcome, model)
         return outcome
 
     async def _begin(self, user: UserMessage, user_msg: ChatMessage, model: str | None) -> list[ChatMessage]:
@@ -433,9 +436,11 @@ class Session:
             self._schema_tokens = (tools, overhead)
         return max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
 
-    async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
+    async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome, model: str | None = None) -> None:
         self.last_outcome = outcome
         turn = [user_msg, *outcome.messages]
+        spent = outcome.usage.input_tokens is not None or outcome.usage.output_tokens is not None
+        model = model or os.environ.get("LLM_MODEL") or None
         try:  # the records written through are queued before these writes (one trip to the file)
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
@@ -448,12 +453,32 @@ class Session:
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:
                 await self.db.commit_turn(self.conversation_id, self._turn_id, turn)
+            if spent:
+                await self._record_usage(outcome, model)
             await self._audit.drain()
         except SessionDBError as exc:
             log.error("could not record the turn: %s", exc)
             self.chat_store.set_error(f"The answer was shown but could not be saved: {exc}")
         finally:
             self._events.release()  # a failed turn's Error and End, now that its row is written
+
+    async def _record_usage(self, outcome: TurnOutcome, model: str | None) -> None:
+        """The turn's tokens: in the sessions file (a resumed session keeps its totals), or in
+        memory for a temporary session."""
+        turn_id = self._turn_id or new_id("turn_")
+        if self.db is None or self.conversation_id is None:
+            self._usages.append(_turn_usage(turn_id, outcome, model))
+            return
+        await self.db.record_usage(self.conversation_id, turn_id, outcome.usage, model, outcome.requests)
+
+    async def usage(self) -> list[TurnUsage]:
+        """The tokens each turn of this session spent, oldest first (turns before usage was
+        recorded are not there)."""
+        if self.db is None:
+            return list(self._usages)
+        if self.conversation_id is None:
+            return []
+        return await self.db.turn_usages(self.conversation_id)
 
     async def _record_failure(self, message: str, code: str | None) -> None:
         if self.db is None or self.conversation_id is None:
@@ -462,3 +487,16 @@ class Session:
             await self.db.fail_turn(self.conversation_id, self._turn_id, message, code)
         except SessionDBError as exc:
             log.error("could not record the failure: %s", exc)
+
+
+def _turn_usage(turn_id: str, outcome: TurnOutcome, model: str | None) -> TurnUsage:
+    u = outcome.usage
+    return TurnUsage(
+        turn_id=turn_id,
+        model=model,
+        requests=outcome.requests,
+        input_tokens=u.input_tokens or 0,
+        cached_tokens=u.cached_tokens or 0,
+        cache_write_tokens=u.cache_write_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+    )

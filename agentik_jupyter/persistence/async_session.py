@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_MESSAGE, SessionDB
-from agentik_jupyter.types import ChatMessage, PersistedMessage, UserMessage
+from agentik_jupyter.types import ChatMessage, PersistedMessage, Usage, UserMessage
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -229,6 +229,14 @@ class AsyncSessionDB:
         return await self._call(
             functools.partial(self.db.audit_log, whole_turns=whole_turns), conversation_id, limit, before_seq
         )
+
+    async def record_usage(
+        self, conversation_id: str, turn_id: str, usage: Usage, model: str | None = None, requests: int = 1
+    ) -> None:
+        return await self._call(self.db.record_usage, conversation_id, turn_id, usage, model, requests)
+
+    async def turn_usages(self, conversation_id: str) -> list[TurnUsage]:
+        return await self._call(self.db.turn_usages, conversation_id)
 
     async def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
         return await self._call(self.db.working_memory, conversation_id, budget_tokens)

@@ -37,13 +37,14 @@ from agentik_jupyter.persistence.connection import (
     with_retry,
     write_transaction,
 )
-from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
+from agentik_jupyter.persistence.usage import record_usage, turn_usages
 from agentik_jupyter.persistence.working import insert_working, is_committed
 from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
+from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, Usage, UserMessage, new_id, now
 
 T = TypeVar("T")
 
@@ -361,6 +362,26 @@ class SessionDB:
         def body(conn: sqlite3.Connection) -> AuditPage:
             self._conversation_row(conn, conversation_id)
             return read_page(conn, conversation_id, limit, before_seq, whole_turns=whole_turns)
+
+        return self._read(body)
+
+    def record_usage(
+        self, conversation_id: str, turn_id: str, usage: Usage, model: str | None = None, requests: int = 1
+    ) -> None:
+        """Save the tokens a turn spent (when it ends), so a resumed session keeps its totals."""
+
+        def body(conn: sqlite3.Connection) -> None:
+            self._conversation_row(conn, conversation_id)
+            record_usage(conn, conversation_id, turn_id, usage, model, requests)
+
+        self._write(body)
+
+    def turn_usages(self, conversation_id: str) -> list[TurnUsage]:
+        """The tokens each recorded turn of the conversation spent, oldest first."""
+
+        def body(conn: sqlite3.Connection) -> list[TurnUsage]:
+            self._conversation_row(conn, conversation_id)
+            return turn_usages(conn, conversation_id)
 
         return self._read(body)
 

@@ -159,6 +159,7 @@ class OpenAICompatibleAdapter:
         api_key: str | SecretStr,
         base_url: str = C.DEFAULT_OPENAI_BASE_URL,
         include_usage: bool = True,
+        prompt_cache_key: bool = True,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
         client: httpx2.AsyncClient | None = None,
@@ -167,6 +168,7 @@ class OpenAICompatibleAdapter:
         self.base_url = base_url
         self.url = endpoint_url(base_url, "/chat/completions")
         self.include_usage = include_usage
+        self.prompt_cache_key = prompt_cache_key
         self.retry = retry or RetryPolicy()
         self._clients = ClientHolder(client, timeouts)
 
@@ -194,6 +196,8 @@ class OpenAICompatibleAdapter:
             body["stream_options"] = {"include_usage": True}
         if params.tool_schemas:
             body["tools"] = [tool_to_wire(t) for t in params.tool_schemas]
+        if self.prompt_cache_key and params.cache_key:
+            body["prompt_cache_key"] = params.cache_key  # the same per session: requests meet the same warm cache
         if params.max_tokens is not None:
             body["max_tokens"] = params.max_tokens
         return body
