@@ -9,6 +9,7 @@ new question, not in the system prompt.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,3 +132,30 @@ def test_cached_tokens_are_saved_per_turn_in_the_sessions_file(run: Run) -> None
     assert all(cached > 0.8 * tokens for _, tokens, cached, _, _ in later), rows
     if run.provider == "anthropic":
         assert all(written > 0 for *_, written, _ in rows)
+
+
+def test_the_turns_status_line_ends_with_tokens_in_from_cache_and_out(run: Run) -> None:
+    run.server.push(Reply.text("Short answer."))
+    text = run.kernel.text("%%agent --wait\nOne more about sales?")
+    match = re.search(r"Done · ([\d,]+) tokens in, ([\d,]+) from cache, ([\d,]+) out\]", text)
+    assert match, text
+    tokens, cached, _ = (int(g.replace(",", "")) for g in match.groups())
+    assert tokens > 1_000 and cached > 0.8 * tokens
+
+
+def test_agent_usage_gives_totals_cache_share_and_money_and_survives_a_resume(run: Run) -> None:
+    out = run.kernel.text("%agent usage")
+    assert "turns:       5 (9 model requests)" in out, out
+    share = re.search(r"from cache:  [\d,]+ \((\d+)% of input\)", out)
+    assert share and int(share.group(1)) >= 70, out
+    assert "cost:        unknown for fake-model (set prices with AGENTIK_PRICES)" in out
+    priced = '{"fake-model": {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}}'
+    run.kernel.run(f"import os; os.environ['AGENTIK_PRICES'] = {priced!r}")
+    out = run.kernel.text("%agent usage")
+    assert re.search(r"cost:        \$\d+\.\d{4} at list prices, \d+\.\d{4} saved by the cache", out), out
+    session = re.search(r"session:\s+(conv_\w+)", run.kernel.text("%agent status"))
+    assert session
+    run.kernel.run("%agent new")
+    assert "No tokens recorded" in run.kernel.text("%agent usage") or "No session" in run.kernel.text("%agent usage")
+    run.kernel.run(f"%agent resume {session.group(1)}")
+    assert "turns:       5 (9 model requests)" in run.kernel.text("%agent usage")

@@ -47,7 +47,8 @@ def ending_text(reason: str | None, failed_tools: int = 0) -> str:
 def usage_text(usage: Usage | None) -> str:
     if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
         return ""
-    return f"{usage.input_tokens or 0:,} tokens in, {usage.output_tokens or 0:,} out"
+    cached = "" if usage.cached_tokens is None else f", {usage.cached_tokens:,} from cache"
+    return f"{usage.input_tokens or 0:,} tokens in{cached}, {usage.output_tokens or 0:,} out"
 
 
 @dataclass(frozen=True)

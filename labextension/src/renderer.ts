@@ -240,7 +240,8 @@ function usageText(usage: IUsage | null | undefined): string {
     return '';
   }
   const n = (value: number | null | undefined): string => (value ?? 0).toLocaleString();
-  return `${n(usage.input_tokens)} tokens in, ${n(usage.output_tokens)} out`;
+  const cached = usage.cached_tokens == null ? '' : `, ${n(usage.cached_tokens)} from cache`;
+  return `${n(usage.input_tokens)} tokens in${cached}, ${n(usage.output_tokens)} out`;
 }
 
 /** How the turn ended; a turn that finished after a tool failed says so, not "Done" (as the kernel's text does). */

@@ -20,6 +20,7 @@ from agentik_jupyter.kernel.commands.sessions import (
 )
 from agentik_jupyter.kernel.commands.settings import config_command
 from agentik_jupyter.kernel.commands.tools import policy_command, tools_command
+from agentik_jupyter.kernel.commands.usage import usage_command
 from agentik_jupyter.notebook.export import export_command
 from agentik_jupyter.notebook.instructions import instructions_command
 
@@ -41,6 +42,7 @@ Usage: %agent <command>
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop [--all]      stop the running turn (--all: and the queued ones)
+  usage             the session's tokens: in, from the provider's cache, out, and the cost
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
   fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
@@ -75,6 +77,7 @@ _COMMANDS = {
     "config": config_command,
     "panel": panel_command,
     "stop": stop_command,
+    "usage": usage_command,
     "mcp": mcp_command,
     "export": export_command,
     "fix": fix_command,
