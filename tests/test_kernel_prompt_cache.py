@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.testing._wire import prompt_of
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
 
-from .kernel_support import NotebookKernel, kernel_env, sql
+from .kernel_support import AGENT_EXPR, NotebookKernel, kernel_env, sql
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -141,6 +142,13 @@ def test_the_turns_status_line_ends_with_tokens_in_from_cache_and_out(run: Run) 
     assert match, text
     tokens, cached, _ = (int(g.replace(",", "")) for g in match.groups())
     assert tokens > 1_000 and cached > 0.8 * tokens
+
+
+def test_the_budgets_estimate_is_within_ten_percent_of_the_request_sent(run: Run) -> None:
+    estimate = int(run.kernel.text(f"print({AGENT_EXPR}.session.last_estimate)").strip())
+    last = run.server.requests[-1]
+    sent, _ = prompt_of(last.body, last.api, "")  # the fake server bills ~4 characters a token, as sent
+    assert abs(estimate - sent.tokens) <= 0.1 * sent.tokens, (estimate, sent.tokens)
 
 
 def test_agent_usage_gives_totals_cache_share_and_money_and_survives_a_resume(run: Run) -> None:

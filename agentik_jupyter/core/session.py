@@ -19,7 +19,7 @@ from typing import Any
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
-from agentik_jupyter.core.prompt import context_note
+from agentik_jupyter.core.prompt import build_system_prompt, context_note
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.ids import check_session_id
@@ -32,14 +32,14 @@ from agentik_jupyter.persistence import (
     context_budget,
     estimate_tokens,
 )
-from agentik_jupyter.persistence.budget import first_turn_to_keep
+from agentik_jupyter.persistence.budget import first_turn_to_keep, message_tokens
+from agentik_jupyter.providers.openai_compatible import tool_to_wire
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
 from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
 
 log = logging.getLogger(__name__)
 
-SYSTEM_PROMPT_TOKENS = 1_000
 DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
 DELETED = "The session {id} was deleted; this turn starts a new session."
@@ -83,6 +83,7 @@ class Session:
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
         self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
+        self.last_estimate: int | None = None  # tokens the last turn's first request was estimated at
         self._key = new_id("tmp_")  # a temporary session's cache key
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
@@ -397,17 +398,19 @@ class Session:
 
     async def _begin(self, user: UserMessage, user_msg: ChatMessage, model: str | None) -> list[ChatMessage]:
         """The history to send; the question joins working memory now (a retry has it)."""
-        budget = self._history_budget(model)
+        overhead = self._overhead(user.context)
+        budget = max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
         if self.db is None:
             # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
-            costs = [sum(estimate_tokens(m.model_dump_json()) for m in turn) for turn in self._working]
+            costs = [sum(message_tokens(m) for m in turn) for turn in self._working]
             history = [m for turn in self._working[first_turn_to_keep(costs, budget) :] for m in turn]
             self._working.append([user_msg])
-            return history
-        history = await self._begin_saved(self.db, user, budget)
-        if self.title is None:
-            self.title = (await self.db.get_conversation(self.conversation_id)).title
+        else:
+            history = await self._begin_saved(self.db, user, budget)
+            if self.title is None:
+                self.title = (await self.db.get_conversation(self.conversation_id)).title
+        self.last_estimate = overhead + sum(message_tokens(m) for m in [*history, user_msg])
         return history
 
     async def _begin_saved(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:
@@ -425,16 +428,18 @@ class Session:
         history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
         return history
 
-    def _history_budget(self, model: str | None) -> int:
-        """Tokens of history to send: the model's budget less the system prompt and tool schemas."""
+    def _overhead(self, context: AgentContext | None) -> int:
+        """Tokens of every request besides the messages: the system prompt and the tool schemas,
+        estimated as they go on the wire."""
         tools = tuple(self.orchestrator.registry.get_all())
         known = self._schema_tokens
         if known is not None and len(known[0]) == len(tools) and all(a is b for a, b in zip(known[0], tools)):
-            overhead = known[1]  # the same tools (a changed tool is a new object)
+            schemas = known[1]  # the same tools (a changed tool is a new object)
         else:
-            overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.schema_().model_dump() for t in tools]))
-            self._schema_tokens = (tools, overhead)
-        return max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
+            wire = [tool_to_wire(t.schema_()) for t in tools]
+            schemas = estimate_tokens(json.dumps(wire, ensure_ascii=False)) if wire else 0
+            self._schema_tokens = (tools, schemas)
+        return schemas + estimate_tokens(build_system_prompt(context))
 
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome, model: str | None = None) -> None:
         self.last_outcome = outcome

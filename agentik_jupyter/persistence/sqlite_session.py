@@ -28,7 +28,13 @@ from agentik_jupyter.errors import (
     TurnStateError,
 )
 from agentik_jupyter.ids import is_session_id, valid_id_sql
-from agentik_jupyter.persistence.budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
+from agentik_jupyter.persistence.budget import (
+    CachedEstimate,
+    TokenEstimator,
+    estimate_tokens,
+    first_turn_to_keep,
+    wire_text,
+)
 from agentik_jupyter.persistence.connection import (
     DEFAULT_BUSY_TIMEOUT_S,
     DEFAULT_RETRY_DEADLINE_S,
@@ -86,7 +92,7 @@ class SessionDB:
     ) -> None:
         self.path = Path(path)
         self.estimator = estimator
-        self._costs = CachedEstimate(estimator)
+        self._costs = CachedEstimate(lambda payload: estimator(wire_text(ChatMessage.model_validate_json(payload))))
         self._retry_deadline_s = retry_deadline_s
         self._lock = threading.Lock()
         check_version(self.path)
