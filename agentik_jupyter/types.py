@@ -88,6 +88,8 @@ class ChatMessage(_Model):
     reasoning: str | None = None
     provider_blocks: list[dict[str, Any]] | None = None
     error: str | None = None
+    summary_of: list[str] | None = None
+    """A compaction summary: the ids of the messages it stands for in working memory (the audit log keeps them)."""
     timestamp: float = Field(default_factory=now)
 
 

@@ -16,6 +16,14 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agentik_jupyter.core.compaction import (
+    COMPACT_FAILED,
+    compacted_line,
+    summary_message,
+    summary_request,
+    summary_text,
+    turns_to_summarise,
+)
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
@@ -33,10 +41,11 @@ from agentik_jupyter.persistence import (
     estimate_tokens,
 )
 from agentik_jupyter.persistence.budget import first_turn_to_keep, message_tokens
+from agentik_jupyter.providers.base import StreamDone
 from agentik_jupyter.providers.openai_compatible import tool_to_wire
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
-from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
+from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, Usage, UserMessage, add_usage, new_id
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +93,8 @@ class Session:
         self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
         self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
         self.last_estimate: int | None = None  # tokens the last turn's first request was estimated at
+        self._notice: str | None = None  # a compaction's one line, shown in the next turn
+        self._compaction_usage: Usage | None = None  # the summary request's tokens, added to the turn's
         self._key = new_id("tmp_")  # a temporary session's cache key
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
@@ -382,6 +393,9 @@ class Session:
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))
+        if self._notice:  # a compaction, shown in the turn, never saved or sent
+            self.chat_store.add_message(ChatMessage(role="assistant", error=self._notice))
+            self._notice = None
         try:
             outcome = await self.orchestrator.run([*history, user_msg], context)
         except asyncio.CancelledError:
@@ -404,7 +418,10 @@ class Session:
             # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
             costs = [sum(message_tokens(m) for m in turn) for turn in self._working]
-            history = [m for turn in self._working[first_turn_to_keep(costs, budget) :] for m in turn]
+            start = first_turn_to_keep(costs, budget)
+            history = [m for turn in self._working[start:] for m in turn]
+            if start:  # the history outgrew the budget: summarise the oldest turns instead
+                history = await self._compact(None, budget, user.context, keep=None) or history
             self._working.append([user_msg])
         else:
             history = await self._begin_saved(self.db, user, budget)
@@ -418,12 +435,17 @@ class Session:
         deleted from outside (the sidebar, another kernel: `_run` says so; its transcript goes)."""
         if self.conversation_id is not None:
             try:
-                history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
-                return history
+                history, self._turn_id, dropped = await db.begin_turn_with_history(self.conversation_id, user, budget)
             except ConversationNotFoundError as exc:
                 if exc.conversation_id != self.conversation_id:
                     raise
                 self._forget_conversation()
+            else:
+                if dropped:  # the history outgrew the budget: summarise the oldest turns instead
+                    compacted = await self._compact(db, budget, user.context, keep=None)
+                    if compacted is not None:
+                        return compacted
+                return history
         self.conversation_id = (await db.create_conversation()).id
         history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
         return history
@@ -444,6 +466,10 @@ class Session:
     async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome, model: str | None = None) -> None:
         self.last_outcome = outcome
         turn = [user_msg, *outcome.messages]
+        if self._compaction_usage is not None:
+            outcome.usage = add_usage(outcome.usage, self._compaction_usage)
+            outcome.requests += 1
+            self._compaction_usage = None
         spent = outcome.usage.input_tokens is not None or outcome.usage.output_tokens is not None
         model = model or os.environ.get("LLM_MODEL") or None
         try:  # the records written through are queued before these writes (one trip to the file)
@@ -466,6 +492,54 @@ class Session:
             self.chat_store.set_error(f"The answer was shown but could not be saved: {exc}")
         finally:
             self._events.release()  # a failed turn's Error and End, now that its row is written
+
+    async def compact(self) -> str:
+        """`%agent compact`: summarise every turn of working memory but the newest; the line says how it went."""
+        if self.busy:
+            return "A turn is running: compact after it ends."
+        if self.db is not None and self.conversation_id is None:
+            return "Nothing to compact: no session yet."
+        context = self.context_provider() if self.context_provider is not None else None
+        async with self._lock:
+            self._turn_id = None
+            await self._compact(self.db, None, context, keep=1)
+        line, self._notice = self._notice, None
+        return line or "Nothing to compact: the session has one turn."
+
+    async def _compact(
+        self, db: AsyncSessionDB | None, budget: int | None, context: AgentContext | None, *, keep: int | None
+    ) -> list[ChatMessage] | None:
+        """Summarise the oldest turns of working memory into one message (the newest turns within
+        half the budget, or the newest `keep`, stay verbatim); the history to send, or None when
+        nothing was compacted. A summary that fails leaves working memory as it was and says so.
+        Without a file (a temporary session) the turns kept in memory are compacted alike."""
+        if db is not None and self.conversation_id is not None:
+            turns = [t for t in await db.working_turns(self.conversation_id) if t[0] != self._turn_id]
+        else:
+            turns = [(str(i), list(turn)) for i, turn in enumerate(self._working)]
+        costs = [sum(message_tokens(m) for m in messages) for _, messages in turns]
+        n = len(turns) - keep if keep is not None else turns_to_summarise(costs, budget or 1)
+        if n <= 0:
+            return None
+        old = [m for _, messages in turns[:n] for m in messages]
+        try:
+            deltas = [d async for d in self.orchestrator.transport.stream(summary_request(old), context, [])]
+            text = summary_text(deltas)
+            if not text.strip():
+                raise ValueError("the model's summary was empty")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._notice = f"{COMPACT_FAILED}: {scrub(str(exc))[:300]}"
+            return None
+        self._compaction_usage = next((d.response.usage for d in deltas if isinstance(d, StreamDone)), None)
+        summary = summary_message(text, old, n)
+        if db is not None and self.conversation_id is not None:
+            await db.compact(self.conversation_id, [turn for turn, _ in turns[:n]], summary)
+        else:
+            self._working = [[summary], *self._working[n:]]
+        self._notice = compacted_line(n, sum(costs), message_tokens(summary) + sum(costs[n:]))
+        return [summary, *(m for _, messages in turns[n:] for m in messages)]
 
     async def _record_usage(self, outcome: TurnOutcome, model: str | None) -> None:
         """The turn's tokens: in the sessions file (a resumed session keeps its totals), or in

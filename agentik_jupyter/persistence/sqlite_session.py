@@ -392,6 +392,11 @@ class SessionDB:
         return self._read(body)
 
     def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
+        return self.working_memory_cut(conversation_id, budget_tokens)[0]
+
+    def working_memory_cut(
+        self, conversation_id: str, budget_tokens: int | None = None
+    ) -> tuple[list[ChatMessage], int]:
         """What the model is sent: committed turns in order, the oldest whole turns dropped
         until the rest fits ``budget_tokens`` (None: no limit). The latest turn is always kept.
 
@@ -415,4 +420,50 @@ class SessionDB:
             turns[-1].append(payload)
         costs = [sum(self._costs(payload) for payload in turn) for turn in turns]
         start = first_turn_to_keep(costs, budget_tokens)
-        return [ChatMessage.model_validate_json(payload) for turn in turns[start:] for payload in turn]
+        return [ChatMessage.model_validate_json(payload) for turn in turns[start:] for payload in turn], start
+
+    def working_turns(self, conversation_id: str) -> list[tuple[str, list[ChatMessage]]]:
+        """Working memory as whole turns, oldest first: (turn id, its messages)."""
+
+        def body(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            self._conversation_row(conn, conversation_id)
+            return conn.execute(
+                "SELECT turn_id, payload_json FROM working_memory WHERE conversation_id = ? ORDER BY order_idx",
+                (conversation_id,),
+            ).fetchall()
+
+        turns: list[tuple[str, list[ChatMessage]]] = []
+        for turn_id, payload in self._read(body):
+            if not turns or turns[-1][0] != turn_id:
+                turns.append((turn_id, []))
+            turns[-1][1].append(ChatMessage.model_validate_json(payload))
+        return turns
+
+    def compact(self, conversation_id: str, turn_ids: Sequence[str], summary: ChatMessage) -> str:
+        """Replace these turns in working memory with one summary message, where the first of them
+        was (the audit log keeps every original); returns the summary's turn id."""
+        summary_turn = new_id("turn_summary_")
+
+        def body(conn: sqlite3.Connection) -> str:
+            self._writable_row(conn, conversation_id)
+            marks = ",".join("?" for _ in turn_ids)
+            first = conn.execute(
+                f"SELECT min(order_idx) FROM working_memory WHERE conversation_id = ? AND turn_id IN ({marks})",
+                (conversation_id, *turn_ids),
+            ).fetchone()[0]
+            if first is None:
+                raise TurnStateError("nothing to compact: those turns are not in working memory")
+            conn.execute(
+                f"DELETE FROM working_memory WHERE conversation_id = ? AND turn_id IN ({marks})",
+                (conversation_id, *turn_ids),
+            )
+            conn.execute(
+                "INSERT INTO working_memory"
+                " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
+                " VALUES (?, ?, ?, NULL, ?, ?)",
+                (conversation_id, summary_turn, first, scrub(summary.model_dump_json()), now()),
+            )
+            self._touch(conn, conversation_id)
+            return summary_turn
+
+        return self._write(body)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
+from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
@@ -230,6 +231,8 @@ class ChatPanel:
         elif m.role == "assistant":
             if m.error == INTERRUPTED_MESSAGE:
                 out.append(HTML(value=STOPPED_HTML))
+            elif m.error is not None and is_compaction(m.error):
+                out.append(HTML(value=f'<div class="agentik-notice" style="opacity:0.75">{escape(m.error)}</div>'))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.content:

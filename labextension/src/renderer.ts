@@ -229,7 +229,10 @@ export async function renderEntries(
         case 'tool':
           return toolCard(entry, ctx);
         default:
-          return el('div', 'agentik-error', `⚠ ${entry.message}`);
+          // code "notice": news such as a compaction, not a failure
+          return entry.code === 'notice'
+            ? el('div', 'agentik-notice', entry.message)
+            : el('div', 'agentik-error', `⚠ ${entry.message}`);
       }
     })
   );

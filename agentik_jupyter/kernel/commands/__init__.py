@@ -6,6 +6,7 @@ import shlex
 from typing import Any
 
 from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.kernel.commands.compact import compact_command
 from agentik_jupyter.kernel.commands.fix import fix_command
 from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.panel import panel_command
@@ -42,6 +43,7 @@ Usage: %agent <command>
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop [--all]      stop the running turn (--all: and the queued ones)
+  compact           summarise the session's earlier turns into one message (the newest stays verbatim)
   usage             the session's tokens: in, from the provider's cache, out, and the cost
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
@@ -78,6 +80,7 @@ _COMMANDS = {
     "panel": panel_command,
     "stop": stop_command,
     "usage": usage_command,
+    "compact": compact_command,
     "mcp": mcp_command,
     "export": export_command,
     "fix": fix_command,
