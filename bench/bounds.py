@@ -19,6 +19,9 @@ BOUNDS: list[tuple[str, float, str]] = [
         "the budget's estimate of a turn's first request vs its size, worst turn",
     ),
     ("long_session.anthropic.estimate_error", 0.1, "the same, Anthropic"),
+    ("long_session.compacting.largest_request_over_budget", 1.0, "60 turns, 8k budget: largest request / budget"),
+    ("long_session.compacting.failed_turns", 0, "60 turns, 8k budget: turns that failed"),
+    ("long_session.compacting.key_number_missing", 0, "60 turns, 8k budget: turn 1's key number lost (1) or kept (0)"),
     ("kernel_turns.plain.ratio", 1.5, "%%agent --wait turn / raw httpx2 read of the same stream, same kernel"),
     ("kernel_turns.tool_call.ratio", 1.6, "the same with one tool call (2 model requests)"),
     (

@@ -13,6 +13,10 @@ recorded it reports:
   cached input (from 1,024 tokens, in 128-token steps) at 0.5×;
 - ``estimate_error``: the worst relative error of the budget's estimate of a turn's first request
   against that request's size, over all turns.
+
+``compacting``: 60 turns under an 8,000-token budget (`AGENTIK_CONTEXT_TOKENS`), summaries written
+by the demo model: the largest request against the budget, failed turns, compactions, and whether
+the last request still holds turn 1's key number.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
+from agentik_jupyter.core.compaction import SUMMARY_HEADING
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing._wire import CHARS_PER_TOKEN, cache_text
+from agentik_jupyter.testing.demo import compaction_summary
 
 from .kernel_client import kernel_environ
 
@@ -147,8 +153,56 @@ def run_session(provider: str) -> dict[str, Any]:
         return figures
 
 
+COMPACT_TURNS = 60
+COMPACT_BUDGET = 8_000
+KEY_NUMBER = "7919"
+
+
+def run_compacting(provider: str = "anthropic") -> dict[str, Any]:
+    """60 turns under an 8,000-token budget: every request stays within it, no turn fails, and the
+    model still reads turn 1's key number, through the summaries (the demo model writes them)."""
+    with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
+
+        def responder(request: Any) -> Reply:
+            text = request.last_user_text()
+            if text.startswith(SUMMARY_HEADING):
+                return Reply.text(compaction_summary(text))
+            turn = text.split(":", 1)[0]
+            key = f" The key number is {KEY_NUMBER}." if turn == "Question 0" else ""
+            return Reply.text(f"{turn}: the mean of units is 49.5.{key}\n" + _answer(0)[:1_400])
+
+        server.set_responder(responder)
+        cells = ["%load_ext agentik_jupyter"]
+        cells += [f"%%agent --wait\nQuestion {t}: and what about price?" for t in range(COMPACT_TURNS)]
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+        env = kernel_environ(server.env(provider, model=MODELS[provider]), AGENTIK_CONTEXT_TOKENS=str(COMPACT_BUDGET))
+        client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": tmp}})
+        client.execute(env=env, cwd=tmp)
+        shown = [
+            str(o.get("data", {}).get("text/plain", "")) + o.get("text", "")
+            for cell in nb.cells[1:]
+            for o in cell.get("outputs", [])
+        ]
+        turns = [r for r in server.requests if not r.last_user_text().startswith(SUMMARY_HEADING)]
+        largest = max(len(cache_text(r.body)) // CHARS_PER_TOKEN for r in turns)
+        return {
+            "turns": len(turns),
+            "compactions": sum("Compacted " in text for text in shown),
+            "failed_turns": sum("Error:" in text for text in shown),
+            "largest_request_tokens": largest,
+            "largest_request_over_budget": round(largest / COMPACT_BUDGET, 3),
+            "key_number_missing": int(KEY_NUMBER not in json.dumps(turns[-1].body)),
+        }
+
+
 def long_session() -> dict[str, Any]:
-    return {"openai": run_session("openai-compatible"), "anthropic": run_session("anthropic")}
+    return {
+        "openai": run_session("openai-compatible"),
+        "anthropic": run_session("anthropic"),
+        "compacting": run_compacting(),
+    }
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, Us
 
 log = logging.getLogger(__name__)
 
+ESTIMATE_MARGIN = 0.95
+"""The share of the budget planned for: the estimate is within a few percent of what each wire format sends."""
 DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
 DELETED = "The session {id} was deleted; this turn starts a new session."
@@ -413,7 +415,10 @@ class Session:
     async def _begin(self, user: UserMessage, user_msg: ChatMessage, model: str | None) -> list[ChatMessage]:
         """The history to send; the question joins working memory now (a retry has it)."""
         overhead = self._overhead(user.context)
-        budget = max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
+        # the budget covers the whole request: system prompt, tool schemas, history and the new question
+        overhead += message_tokens(user_msg)
+        whole = context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ)
+        budget = max(1, int(whole * ESTIMATE_MARGIN) - overhead)
         if self.db is None:
             # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
@@ -427,7 +432,7 @@ class Session:
             history = await self._begin_saved(self.db, user, budget)
             if self.title is None:
                 self.title = (await self.db.get_conversation(self.conversation_id)).title
-        self.last_estimate = overhead + sum(message_tokens(m) for m in [*history, user_msg])
+        self.last_estimate = overhead + sum(message_tokens(m) for m in history)
         return history
 
     async def _begin_saved(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:

@@ -282,16 +282,18 @@ def _first_step(asked: Asked) -> Reply:
     return Reply.text(MENU)
 
 
-def compaction_summary(request_text: str, limit: int = 12) -> str:
-    """The demo's summary for a compaction: the questions asked and the first line of each answer
-    (their numbers included), as bullet points."""
+def compaction_summary(request_text: str) -> str:
+    """The demo's summary for a compaction: an earlier summary's points, then the questions asked
+    and the first line of each answer (their numbers included), as bullet points."""
     lines = []
     for part in request_text.split("\n\n"):
-        if part.startswith("User: "):
+        if part.startswith("- "):  # the points of an earlier summary, carried over
+            lines.extend(part.splitlines())
+        elif part.startswith("User: "):
             lines.append("- Asked: " + part.removeprefix("User: ").splitlines()[0][:200])
         elif part.startswith("Assistant: "):
-            lines.append("  - Found: " + part.removeprefix("Assistant: ").splitlines()[0][:300])
-    return "\n".join(lines[-2 * limit :]) or "- Nothing to summarise."
+            lines.append("  - Found: " + part.removeprefix("Assistant: ").splitlines()[0][:160])
+    return "\n".join(lines) or "- Nothing to summarise."
 
 
 def demo_responder(request: RecordedRequest) -> Reply:
