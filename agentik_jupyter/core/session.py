@@ -94,6 +94,7 @@ class Session:
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
         self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
+        self._usage_listeners: list[Callable[[], None]] = []
         self.last_estimate: int | None = None  # tokens the last turn's first request was estimated at
         self._notice: str | None = None  # a compaction's one line, shown in the next turn
         self._compaction_usage: Usage | None = None  # the summary request's tokens, added to the turn's
@@ -552,8 +553,18 @@ class Session:
         turn_id = self._turn_id or new_id("turn_")
         if self.db is None or self.conversation_id is None:
             self._usages.append(_turn_usage(turn_id, outcome, model))
-            return
-        await self.db.record_usage(self.conversation_id, turn_id, outcome.usage, model, outcome.requests)
+        else:
+            await self.db.record_usage(self.conversation_id, turn_id, outcome.usage, model, outcome.requests)
+        for listener in list(self._usage_listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("usage listener failed")
+
+    def on_usage(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` when a turn's tokens are recorded (the panel's running total)."""
+        self._usage_listeners.append(listener)
+        return lambda: self._usage_listeners.remove(listener) if listener in self._usage_listeners else None
 
     async def usage(self) -> list[TurnUsage]:
         """The tokens each turn of this session spent, oldest first (turns before usage was

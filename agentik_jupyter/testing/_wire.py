@@ -192,7 +192,7 @@ def _event(data: dict[str, Any]) -> bytes:
 
 
 def anthropic_stream(reply: Reply, *, model: str, prompt: Prompt | int, new_id: IdFactory) -> list[bytes]:
-    start = {
+    start: dict[str, Any] = {
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
