@@ -79,11 +79,17 @@ class ChatMessage(_Model):
     id: str = Field(default_factory=lambda: new_id("msg_"))
     role: Role
     content: str = ""
+    context_note: str | None = None
+    """A user message's notebook context when it was asked (cell, variables, changes): sent to the
+    model before the question, never shown as the question. It rides with the question, after the
+    history, so the system prompt and the history stay a prefix the provider can cache."""
     tool_calls: list[ToolCall] | None = None
     tool_result: ToolResult | None = None
     reasoning: str | None = None
     provider_blocks: list[dict[str, Any]] | None = None
     error: str | None = None
+    summary_of: list[str] | None = None
+    """A compaction summary: the ids of the messages it stands for in working memory (the audit log keeps them)."""
     timestamp: float = Field(default_factory=now)
 
 
@@ -101,6 +107,8 @@ class AgentContext(_Model):
     variables: list[VariableSummary] = Field(default_factory=list)
     execution_count: int | None = None
     instructions: str | None = None
+    session_key: str | None = None
+    """A stable key per session, for providers that route requests to a warm prompt cache."""
 
 
 class ToolParameter(_Model):
@@ -149,8 +157,28 @@ class ToolDefinition(BaseModel):
 
 
 class Usage(_Model):
+    """Tokens of one or more model calls. `input_tokens` counts every input token, those served
+    from the provider's prompt cache (`cached_tokens`) and written to it (`cache_write_tokens`)
+    included, whatever the wire format (Anthropic reports the three apart; we add them up)."""
+
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+def add_usage(total: Usage, part: Usage) -> Usage:
+    """Two counts added field by field; a field neither reported stays None."""
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return Usage(
+        input_tokens=plus(total.input_tokens, part.input_tokens),
+        output_tokens=plus(total.output_tokens, part.output_tokens),
+        cached_tokens=plus(total.cached_tokens, part.cached_tokens),
+        cache_write_tokens=plus(total.cache_write_tokens, part.cache_write_tokens),
+    )
 
 
 # ---- Events: what the orchestrator emits for the UI and for persistence ----
@@ -209,6 +237,7 @@ class UserMessage(_Model):
     id: str = Field(default_factory=lambda: new_id("msg_"))
     content: str
     context: AgentContext | None = None
+    context_note: str | None = None
     timestamp: float = Field(default_factory=now)
 
 

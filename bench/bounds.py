@@ -1,10 +1,27 @@
-"""The bounds issues #14 and #22 set, checked against the figures of one `make bench` run."""
+"""The bounds issues #14, #22 and #28 set, checked against the figures of one `make bench` run."""
 
 from __future__ import annotations
 
 from typing import Any
 
 BOUNDS: list[tuple[str, float, str]] = [
+    # a share that must be at least x is bounded as its complement: 1 - share <= 1 - x
+    (
+        "long_session.openai.uncacheable_share",
+        0.1,
+        "30-turn session, OpenAI: input outside the previous request's prefix",
+    ),
+    ("long_session.anthropic.uncacheable_share", 0.1, "the same, Anthropic (cacheable share >= 0.9)"),
+    ("long_session.anthropic.cost_ratio", 0.3, "30-turn session: modelled Anthropic input cost with caching / without"),
+    (
+        "long_session.openai.estimate_error",
+        0.1,
+        "the budget's estimate of a turn's first request vs its size, worst turn",
+    ),
+    ("long_session.anthropic.estimate_error", 0.1, "the same, Anthropic"),
+    ("long_session.compacting.largest_request_over_budget", 1.0, "60 turns, 8k budget: largest request / budget"),
+    ("long_session.compacting.failed_turns", 0, "60 turns, 8k budget: turns that failed"),
+    ("long_session.compacting.key_number_missing", 0, "60 turns, 8k budget: turn 1's key number lost (1) or kept (0)"),
     ("kernel_turns.plain.ratio", 1.5, "%%agent --wait turn / raw httpx2 read of the same stream, same kernel"),
     ("kernel_turns.tool_call.ratio", 1.6, "the same with one tool call (2 model requests)"),
     (

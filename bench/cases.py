@@ -19,6 +19,7 @@ from agentik_jupyter.tools.registry import ToolRegistry
 
 from .engines import ENGINE_BENCHMARKS
 from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
+from .long_session import long_session
 from .paced_turns import paced_turns
 from .saved_turn import saved_turn
 
@@ -162,5 +163,6 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "persisted_vs_temporary_turn": persisted_vs_temporary_turn,
     "describe_big_vs_small_frame": describe_big_vs_small_frame,
     "widget_bytes_per_answer": widget_bytes_per_answer,
+    "long_session": long_session,
     **ENGINE_BENCHMARKS,
 }

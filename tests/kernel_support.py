@@ -29,6 +29,7 @@ import nbformat
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
 
+from agentik_jupyter.core.prompt import NOTE_HEADING
 from agentik_jupyter.persistence import AuditEntry, SessionDB
 from agentik_jupyter.testing import FakeLLMServer
 
@@ -405,16 +406,18 @@ def file_bytes(db_path: Path) -> bytes:
 
 
 def _role_texts(request: Any, role: str) -> list[str]:
-    """The text of every message of `role` in a recorded request (either wire format)."""
+    """The text of every message of `role` in a recorded request (either wire format), without the
+    notebook context note that goes before each question."""
     out = []
     for m in request.messages:
         if m.get("role") != role:
             continue
         c = m.get("content")
         if isinstance(c, str):
-            out.append(c)
+            out.append(c.split("\n\n", 1)[-1] if c.startswith(NOTE_HEADING) else c)
         elif isinstance(c, list):
-            out.append("".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text"))
+            texts = [b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text"]
+            out.append("".join(t for t in texts if not t.startswith(NOTE_HEADING)))
     return out
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from agentik_jupyter.core.chat_route import build_system_prompt, handle, parse_request
+from agentik_jupyter.core.prompt import context_note
 from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 from agentik_jupyter.types import AgentContext, VariableSummary
 
 
-def test_system_prompt_says_where_we_are_and_adds_standing_instructions() -> None:
+def test_system_prompt_names_the_notebook_and_adds_standing_instructions_but_nothing_per_turn() -> None:
     ctx = AgentContext(
         notebook_path="/work/sales.ipynb",
         cell_id="cell-7",
@@ -20,21 +21,35 @@ def test_system_prompt_says_where_we_are_and_adds_standing_instructions() -> Non
     )
     prompt = build_system_prompt(ctx, {"AGENTIK_SYSTEM_PROMPT": "Answer in French."})
     assert "/work/" not in prompt  # the notebook's name; the user's folders are not the model's business
-    for expected in (
-        "Notebook: sales.ipynb",
-        "cell-7",
-        "Execution count: 12",
-        "- df: pandas.DataFrame (100, 3)",
-        "Answer in French.",
-    ):
-        assert expected in prompt
+    assert "Notebook: sales.ipynb" in prompt and "Answer in French." in prompt
     assert "Answer in French." not in build_system_prompt(ctx, {})
+    # What changes per question travels in the question's context note, after the history.
+    later = ctx.model_copy(update={"cell_id": "cell-9", "execution_count": 13, "variables": []})
+    assert build_system_prompt(later, {}) == build_system_prompt(ctx, {})
+
+
+def test_context_note_says_where_the_question_was_asked_then_only_what_changed() -> None:
+    df = VariableSummary(name="df", type="pandas.DataFrame", shape="(100, 3)")
+    first = AgentContext(notebook_path="/work/sales.ipynb", cell_id="cell-7", execution_count=12, variables=[df])
+    note = context_note(first) or ""
+    for expected in ("cell-7", "Execution count: 12", "- df: pandas.DataFrame (100, 3)"):
+        assert expected in note
+    n = VariableSummary(name="n", type="int")
+    second = first.model_copy(
+        update={"cell_id": "cell-9", "execution_count": 14, "variables": [df.model_copy(update={"shape": "(5, 3)"}), n]}
+    )
+    later = context_note(second, first) or ""
+    assert "cell-9" in later and "Execution count: 14" in later
+    assert "New variables since the last question:\n- n: int" in later
+    assert "Changed since the last question:\n- df: pandas.DataFrame (5, 3)" in later
+    assert "Deleted since the last question: n" in (context_note(first, second) or "")
+    assert "unchanged" in (context_note(first, first) or "")
 
 
 def test_many_variables_are_capped_with_a_pointer_to_the_tool() -> None:
     ctx = AgentContext(variables=[VariableSummary(name=f"v{i}", type="int") for i in range(100)])
-    prompt = build_system_prompt(ctx, {})
-    assert "- v39: int" in prompt and "- v40" not in prompt and "60 more (use list_variables)" in prompt
+    note = context_note(ctx) or ""
+    assert "- v39: int" in note and "- v40" not in note and "60 more (use list_variables)" in note
 
 
 @pytest.mark.parametrize("body", [b"", b"{", b"[]", b'{"messages": "hi"}', b'{"messages": [{"role": "user"}], "x": 1}'])

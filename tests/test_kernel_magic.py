@@ -304,7 +304,8 @@ def test_bad_cell_option_prints_the_usage_once(live: Live) -> None:
 
 def test_the_question_is_sent_as_written(live: Live) -> None:
     cell = live.kernel.run("%%agent --wait\nexactly this")
-    assert live.server.last_request.messages[-1]["content"] == "exactly this"
+    sent = live.server.last_request.messages[-1]["content"]
+    assert sent.endswith("\n\nexactly this") and live.server.last_request.last_user_text() == "exactly this"
     assert "You: exactly this\nAgent:" in transcript(cell.outputs)["text/plain"]
 
 

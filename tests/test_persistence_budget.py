@@ -14,7 +14,12 @@ from agentik_jupyter.persistence import (
     context_window,
     estimate_tokens,
 )
-from agentik_jupyter.persistence.budget import UNKNOWN_MODEL_BUDGET, CachedEstimate, first_turn_to_keep
+from agentik_jupyter.persistence.budget import (
+    UNKNOWN_MODEL_BUDGET,
+    CachedEstimate,
+    first_turn_to_keep,
+    message_tokens,
+)
 from agentik_jupyter.types import ChatMessage, ToolCall, ToolResult
 
 
@@ -148,3 +153,15 @@ def test_a_cached_estimate_gives_the_estimators_answers_and_stays_bounded() -> N
     assert calls == texts  # each payload estimated once
     cached("d")  # a fourth payload: the memory starts over instead of growing
     assert len(cached._known) == 1 and cached(texts[0]) == estimate_tokens(texts[0])
+
+
+def test_a_messages_cost_is_what_is_sent_not_the_stored_record() -> None:
+    html = "<table>" + "<tr><td>1</td></tr>" * 500 + "</table>"
+    result = ToolResult(tool_call_id="c1", name="describe", result="x" * 4_000, display={"text/html": html})
+    message = ChatMessage(role="tool", content="x" * 4_000, tool_result=result)
+    stored = estimate_tokens(message.model_dump_json())
+    sent = message_tokens(message)
+    assert 1_000 <= sent <= 1_030  # the result once, no HTML
+    assert stored > 2 * sent
+    asked = ChatMessage(role="user", content="Why?", context_note="[Notebook context for this question]\nCell: c")
+    assert message_tokens(asked) > estimate_tokens("Why?") + 8  # the note is sent, so it is counted

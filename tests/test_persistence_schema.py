@@ -17,7 +17,7 @@ from agentik_jupyter.persistence import (
     SessionDBError,
 )
 from agentik_jupyter.persistence.schema import MIGRATIONS, migrate, read_version
-from agentik_jupyter.types import ChatMessage, UserMessage
+from agentik_jupyter.types import ChatMessage, Usage, UserMessage
 
 
 def schema_of(path: Path) -> list[tuple[str, str, str]]:
@@ -106,6 +106,16 @@ def test_migrates_from_every_earlier_version(tmp_path: Path, version: int) -> No
             turn = db.begin_turn("conv_old", UserMessage(content="and now"))
             db.commit_turn("conv_old", turn, [ChatMessage(role="user", content="and now")])
             assert [e.seq for e in db.audit_log("conv_old").entries] == [1, 2]
+            assert db.turn_usages("conv_old") == []  # older turns' tokens are unknown, not zero
+            db.record_usage("conv_old", turn, Usage(input_tokens=100, cached_tokens=80, output_tokens=5), "m", 2)
+            (spent,) = db.turn_usages("conv_old")
+            assert (spent.turn_id, spent.model, spent.requests, spent.input_tokens, spent.cached_tokens) == (
+                turn,
+                "m",
+                2,
+                100,
+                80,
+            )
     assert read_version(path) == CURRENT_VERSION
     assert schema_of(path) == schema_of(fresh(tmp_path))
 

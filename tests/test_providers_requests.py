@@ -145,7 +145,7 @@ async def test_openai_assistant_with_only_tool_calls_sends_null_content(fake_llm
 
 
 async def test_anthropic_body_tools_and_history(fake_llm: FakeLLMServer) -> None:
-    await send(fake_llm, "anthropic", params(HISTORY, [TOOL], system="You are in a notebook."))
+    await send(fake_llm, "anthropic", params(HISTORY, [TOOL], system="You are in a notebook."), LLM_CACHE_CONTROL="0")
     request = fake_llm.requests[-1]
     assert request.path == "/v1/messages"
     body = request.body
@@ -205,9 +205,53 @@ async def test_anthropic_thinking_blocks_are_sent_back(fake_llm: FakeLLMServer) 
         "role": "user",
         "content": [
             {"type": "tool_result", "tool_use_id": call.id, "content": "(3, 2)"},
-            {"type": "text", "text": "and now?"},
+            {"type": "text", "text": "and now?", "cache_control": {"type": "ephemeral"}},
         ],
     }
+
+
+async def test_anthropic_marks_tools_system_and_the_newest_message_for_the_prompt_cache(
+    fake_llm: FakeLLMServer,
+) -> None:
+    await send(fake_llm, "anthropic", params(HISTORY, [TOOL, TOOL.model_copy(update={"name": "other"})], system="Sys."))
+    body = fake_llm.requests[-1].body
+    mark = {"type": "ephemeral"}
+    assert body["system"] == [{"type": "text", "text": "Sys.", "cache_control": mark}]
+    assert "cache_control" not in body["tools"][0] and body["tools"][1]["cache_control"] == mark
+    assert body["messages"][-1]["content"][-1] == {"type": "text", "text": "Thanks", "cache_control": mark}
+    marks = json.dumps(body).count('"cache_control"')
+    assert marks == 3  # Anthropic allows at most 4
+    cached_history = json.dumps(body["messages"][:-1])
+    assert "cache_control" not in cached_history
+
+
+@pytest.mark.parametrize("value", ["1", "0"])
+async def test_openai_sends_a_prompt_cache_key_per_session_unless_switched_off(
+    fake_llm: FakeLLMServer, value: str
+) -> None:
+    keyed = params(HISTORY, [TOOL]).model_copy(update={"cache_key": "agentik-conv_1"})
+    await send(fake_llm, "openai-compatible", keyed, LLM_PROMPT_CACHE_KEY=value)
+    body = fake_llm.requests[-1].body
+    assert body.get("prompt_cache_key") == ("agentik-conv_1" if value == "1" else None)
+    await send(fake_llm, "openai-compatible", params(HISTORY, [TOOL]))
+    assert "prompt_cache_key" not in fake_llm.requests[-1].body  # no session, no key
+
+
+@pytest.mark.parametrize("provider", ["openai-compatible", "anthropic"])
+async def test_cached_tokens_are_read_from_usage(fake_llm: FakeLLMServer, provider: str) -> None:
+    long = [ChatMessage(role="user", content="word " * 6_000)]
+    adapter = make_adapter(load_config(fake_llm.env(provider, api_key=SECRET)))
+    fake_llm.push(Reply.text("one"), Reply.text("two"))
+    first = await collect(adapter.stream(params(long, [TOOL], system="Sys.")))
+    again = [*long, ChatMessage(role="assistant", content="one"), ChatMessage(role="user", content="more")]
+    second = await collect(adapter.stream(params(again, [TOOL], system="Sys.")))
+    await adapter.aclose()
+    assert first.usage is not None and second.usage is not None
+    assert not first.usage.cached_tokens
+    assert second.usage.cached_tokens and second.usage.cached_tokens > 0.9 * first.usage.input_tokens
+    assert second.usage.input_tokens >= second.usage.cached_tokens  # every input token, the cached included
+    if provider == "anthropic":
+        assert first.usage.cache_write_tokens and first.usage.cache_write_tokens > 0.9 * first.usage.input_tokens
 
 
 @pytest.mark.parametrize("provider", ["openai-compatible", "anthropic"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -290,7 +291,9 @@ def test_authorizer_denies_and_agentik_db_path_is_honoured(tmp_path: Path, llm: 
     (home / "config" / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"authorizer_class": "agentik_test_authz.ReadOnlyAgentik"}})
     )
-    env = {**llm.env(), "PYTHONPATH": str(tmp_path / "authz"), "AGENTIK_DB_PATH": str(shared)}
+    # PYTHONPATH keeps the caller's entries: a worktree's code, not the venv's, serves the file it wrote
+    path = os.pathsep.join(p for p in (str(tmp_path / "authz"), os.environ.get("PYTHONPATH")) if p)
+    env = {**llm.env(), "PYTHONPATH": path, "AGENTIK_DB_PATH": str(shared)}
     with jupyter(root, home, env=env) as s:
         q = {"path": "nb.ipynb"}
         r = api(s, "GET", "sessions", params=q)

@@ -220,16 +220,16 @@ async def test_resume_marks_turns_a_dead_kernel_left_unfinished(tmp_path: Path) 
     await db2.aclose()
 
 
-async def test_a_temporary_session_is_trimmed_to_the_same_budget_as_a_saved_one(
+async def test_a_temporary_session_is_kept_to_the_same_budget_as_a_saved_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """#10 item 6: temporary sessions sent their whole history with no budget."""
+    """Temporary sessions sent their whole history with no budget; both now compact alike."""
     monkeypatch.setenv("AGENTIK_CONTEXT_TOKENS", "3000")
     answer = "y" * 2000  # ~500 tokens per turn: a 2,000-token history budget holds a few turns
 
     async def requests(temporary: bool) -> list[list[str]]:
         db = await AsyncSessionDB.open(tmp_path / f"{temporary}.agentik.db")
-        transport = ScriptedTransport([Step.say(answer) for _ in range(8)])
+        transport = ScriptedTransport([Step.say(answer) for _ in range(16)])  # answers and summaries
         session = Session(transport, registry(), db=db, temporary=temporary)
         for i in range(8):
             await session.send(f"question {i}")
@@ -240,6 +240,7 @@ async def test_a_temporary_session_is_trimmed_to_the_same_budget_as_a_saved_one(
     assert temporary == saved
     last = temporary[-1]
     assert last[-1] == "question 7" and "question 0" not in last and len(last) < 2 * 8 - 1
+    assert any(text.startswith("[Summary of earlier turns") for text in last)
 
 
 async def test_the_asking_cell_is_named_in_the_turns_context(tmp_path: Path) -> None:

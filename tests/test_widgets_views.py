@@ -299,3 +299,22 @@ async def test_panel_and_live_view_status_say_a_tool_failed_not_done() -> None:
     assert view.status.text().startswith("⚠ Finished with 1 failed tool call"), view.status.text()
     await panel.send("again")
     assert panel.status.text().startswith("✓ Done"), panel.status.text()
+
+
+async def test_panel_shows_the_sessions_running_total() -> None:
+    s = session(
+        [
+            Step.say("one", usage=Usage(input_tokens=1_000, output_tokens=5, cached_tokens=0)),
+            Step.say("two", usage=Usage(input_tokens=1_200, output_tokens=6, cached_tokens=1_000)),
+        ]
+    )
+    panel = ChatPanel(s)
+    assert panel.totals.value == ""
+    for question in ("first", "second"):
+        task = panel.send(question)
+        assert task is not None
+        await task
+        assert panel.totals_task is not None
+        await panel.totals_task
+    assert panel.totals.value == "Session: 2,200 tokens in (45% from cache), 11 out"
+    panel.close()

@@ -13,11 +13,11 @@ import json
 import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from pathlib import PurePath
 from typing import Any
 
 from pydantic import ValidationError
 
+from agentik_jupyter.core.prompt import build_system_prompt
 from agentik_jupyter.errors import ChatRouteError, ConfigurationError, ProviderError
 from agentik_jupyter.providers._http import close_on_its_loop
 from agentik_jupyter.providers.base import ChatParams, ProviderAdapter, ProviderDelta, collect
@@ -25,45 +25,6 @@ from agentik_jupyter.providers.config import ProviderConfig, load_config, make_a
 from agentik_jupyter.security.scrub import scrub, scrub_value
 from agentik_jupyter.tools.registry import default_registry
 from agentik_jupyter.types import AgentContext, ChatMessage, ChatRequest, ChatResponseBody, ToolCall, ToolSchema
-
-BASE_SYSTEM_PROMPT = """\
-You are agentik, an assistant that lives inside the user's Jupyter kernel.
-You help a data scientist understand and work with the data in their notebook.
-Use the tools to look at real variables and DataFrames instead of guessing; summarise
-what you find. Code you want to run goes through the run_code tool, which asks the user
-first; if the user declines, do not insist. Keep answers short and use Markdown."""
-
-MAX_CONTEXT_VARIABLES = 40
-
-
-def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str] | None = None) -> str:
-    """The built-in prompt, the user's standing instructions, and where we are in the notebook."""
-    env = os.environ if environ is None else environ
-    parts = [BASE_SYSTEM_PROMPT]
-    extra = (env.get("AGENTIK_SYSTEM_PROMPT") or "").strip()
-    if extra:
-        parts.append("The user's standing instructions:\n" + extra)
-    if context is not None and context.instructions:
-        parts.append("The project's instructions (its AGENTS.md, trusted by the user):\n" + context.instructions)
-    if context is not None:
-        name = PurePath(context.notebook_path).name if context.notebook_path else "unknown (plain IPython)"
-        where = [f"Notebook: {name}"]  # the name, not the user's folders
-        if context.cell_id:
-            where.append(f"Asking cell: {context.cell_id}")
-        if context.execution_count is not None:
-            where.append(f"Execution count: {context.execution_count}")
-        shown = context.variables[:MAX_CONTEXT_VARIABLES]
-        if shown:
-            lines = [f"- {v.name}: {v.type}" + (f" {v.shape}" if v.shape else "") for v in shown]
-            more = len(context.variables) - len(shown)
-            if more > 0:
-                lines.append(f"- … and {more} more (use list_variables)")
-            where.append("Variables in the kernel:\n" + "\n".join(lines))
-        else:
-            where.append("Variables in the kernel: none yet")
-        parts.append("\n".join(where))
-    return "\n\n".join(parts)
-
 
 MAX_JSON_DEPTH = 64
 """Nesting the route accepts; real bodies stay under ~10, and deeper ones made json/pydantic recurse to a 500."""
@@ -142,7 +103,15 @@ MAX_CACHED_ADAPTERS = 4
 def config_digest(config: ProviderConfig) -> str:
     """A hash of everything that selects an adapter, so no cache holds the key itself."""
     material = json.dumps(
-        [config.provider, config.base_url, config.api_key.get_secret_value(), config.include_usage, config.read_timeout]
+        [
+            config.provider,
+            config.base_url,
+            config.api_key.get_secret_value(),
+            config.include_usage,
+            config.cache_control,
+            config.prompt_cache_key,
+            config.read_timeout,
+        ]
     )
     return hashlib.sha256(material.encode()).hexdigest()
 
@@ -203,6 +172,7 @@ def _params(
         messages=[m for m in messages if m.error is None],
         system_prompt=build_system_prompt(context, environ),
         tool_schemas=tool_schemas,
+        cache_key=context.session_key if context is not None else None,
     )
 
 

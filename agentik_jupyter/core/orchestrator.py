@@ -52,6 +52,7 @@ from agentik_jupyter.types import (
     ToolResultEvent,
     ToolSchema,
     Usage,
+    add_usage,
 )
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class TurnOutcome:
     error: str | None = None
     error_code: str | None = None
     usage: Usage = field(default_factory=Usage)
+    requests: int = 0
 
 
 def result_text(value: Any, limit: int = MAX_RESULT_CHARS) -> str:
@@ -136,15 +138,6 @@ def _unique_ids(calls: list[ProviderToolCall], iteration: int) -> list[ProviderT
         seen.add(call.id)
         out.append(call)
     return out
-
-
-def _add_usage(total: Usage, part: Usage | None) -> Usage:
-    if part is None:
-        return total
-    return Usage(
-        input_tokens=(total.input_tokens or 0) + (part.input_tokens or 0),
-        output_tokens=(total.output_tokens or 0) + (part.output_tokens or 0),
-    )
 
 
 class Orchestrator:
@@ -261,6 +254,7 @@ class Orchestrator:
         response: ProviderChatResponse | None = None
         reasoning_started = False
         text, thought = StreamScrubber(), StreamScrubber()  # a key split across deltas is still masked
+        outcome.requests += 1
         stream = self.transport.stream(history, context, self.registry.to_tool_schemas())
         try:
             async for delta in stream:
@@ -285,7 +279,8 @@ class Orchestrator:
                 await aclose()
         if response is None:
             raise MalformedResponseError("The model's answer ended before it was complete.")
-        outcome.usage = _add_usage(outcome.usage, response.usage)
+        if response.usage is not None:
+            outcome.usage = add_usage(outcome.usage, response.usage)
         return response
 
     def _emit_text(self, text: str, partial: list[str] | None) -> None:

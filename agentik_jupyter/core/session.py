@@ -10,7 +10,6 @@ page before it in front.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -18,7 +17,9 @@ from typing import Any
 
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
+from agentik_jupyter.core.long_session import LongSession
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
+from agentik_jupyter.core.prompt import context_note
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.ids import check_session_id
@@ -27,23 +28,24 @@ from agentik_jupyter.persistence import (
     ConversationInfo,
     ConversationNotFoundError,
     SessionDBError,
+    TurnUsage,
     context_budget,
-    estimate_tokens,
 )
-from agentik_jupyter.persistence.budget import first_turn_to_keep
+from agentik_jupyter.persistence.budget import first_turn_to_keep, message_tokens
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
-from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
+from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, Usage, UserMessage, add_usage, new_id
 
 log = logging.getLogger(__name__)
 
-SYSTEM_PROMPT_TOKENS = 1_000
+ESTIMATE_MARGIN = 0.95
+"""The share of the budget planned for: the estimate is within a few percent of what each wire format sends."""
 DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
 DELETED = "The session {id} was deleted; this turn starts a new session."
 
 
-class Session:
+class Session(LongSession):
     """A conversation bound to stores, an orchestrator and (unless temporary) a DB."""
 
     def __init__(
@@ -79,6 +81,13 @@ class Session:
         self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
+        self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
+        self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
+        self._usage_listeners: list[Callable[[], None]] = []
+        self.last_estimate: int | None = None  # tokens the last turn's first request was estimated at
+        self._notice: str | None = None  # a compaction's one line, shown in the next turn
+        self._compaction_usage: Usage | None = None  # the summary request's tokens, added to the turn's
+        self._key = new_id("tmp_")  # a temporary session's cache key
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
         self._dequeued: set[asyncio.Future[Any]] = set()
@@ -281,6 +290,7 @@ class Session:
             self.chat_store.set_messages([])
             return None
         self.conversation_id, self.title = info.id, info.title
+        self._last_context = None  # the next note lists every variable again
         page = await self.db.audit_log(info.id, limit=HISTORY_PAGE, whole_turns=True)
         self.older_before = page.next_before_seq
         self.chat_store.set_messages(entries_to_messages(page.entries, self._turn_id if self.busy else None))
@@ -297,6 +307,8 @@ class Session:
         """Drop the current conversation and its transcript; the next one is created when a turn begins."""
         self.conversation_id, self.title, self.older_before = None, None, None
         self._working = []
+        self._last_context = None
+        self._usages = []
         self.chat_store.clear_messages()
 
     async def fail_turn(self, message: str, code: str | None = None) -> None:
@@ -358,44 +370,59 @@ class Session:
                 transport.model = previous_model
 
     async def _run(self, text: str, context: AgentContext | None, model: str | None) -> TurnOutcome:
-        user = UserMessage(content=text, context=context)
-        user_msg = ChatMessage(id=user.id, role="user", content=text, timestamp=user.timestamp)
+        note = context_note(context, self._last_context)
+        user = UserMessage(content=text, context=context, context_note=note)
+        user_msg = ChatMessage(id=user.id, role="user", content=text, context_note=note, timestamp=user.timestamp)
         was = self.conversation_id
         try:
             history = await self._begin(user, user_msg, model)
         except SessionDBError as exc:
             await self.fail_turn(f"Could not write the session file: {exc}", "storage")
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
+        self._last_context = context
+        if context is not None:  # one key per session: OpenAI routes it to the same warm cache
+            context = context.model_copy(update={"session_key": f"agentik-{self.conversation_id or self._key}"})
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))
+        if self._notice:  # a compaction, shown in the turn, never saved or sent
+            self.chat_store.add_message(ChatMessage(role="assistant", error=self._notice))
+            self._notice = None
         try:
             outcome = await self.orchestrator.run([*history, user_msg], context)
         except asyncio.CancelledError:
             outcome = self.orchestrator.last_outcome or TurnOutcome(reason="interrupted")
-            await self._finish(user_msg, outcome)
+            await self._finish(user_msg, outcome, model)
             if not self._stop.requested:
                 raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             return outcome
-        await self._finish(user_msg, outcome)
+        await self._finish(user_msg, outcome, model)
         return outcome
 
     async def _begin(self, user: UserMessage, user_msg: ChatMessage, model: str | None) -> list[ChatMessage]:
         """The history to send; the question joins working memory now (a retry has it)."""
-        budget = self._history_budget(model)
+        overhead = self._overhead(user.context)
+        # the budget covers the whole request: system prompt, tool schemas, history and the new question
+        overhead += message_tokens(user_msg)
+        whole = context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ)
+        budget = max(1, int(whole * ESTIMATE_MARGIN) - overhead)
         if self.db is None:
             # A temporary session is trimmed to the same budget, on whole turns, as a saved one.
             self._turn_id = new_id("turn_")
-            costs = [sum(estimate_tokens(m.model_dump_json()) for m in turn) for turn in self._working]
-            history = [m for turn in self._working[first_turn_to_keep(costs, budget) :] for m in turn]
+            costs = [sum(message_tokens(m) for m in turn) for turn in self._working]
+            start = first_turn_to_keep(costs, budget)
+            history = [m for turn in self._working[start:] for m in turn]
+            if start:  # the history outgrew the budget: summarise the oldest turns instead
+                history = await self._compact(None, budget, user.context, keep=None) or history
             self._working.append([user_msg])
-            return history
-        history = await self._begin_saved(self.db, user, budget)
-        if self.title is None and self.conversation_id is not None:  # (`_begin_saved` set it)
-            self.title = (await self.db.get_conversation(self.conversation_id)).title
+        else:
+            history = await self._begin_saved(self.db, user, budget)
+            if self.title is None and self.conversation_id is not None:
+                self.title = (await self.db.get_conversation(self.conversation_id)).title
+        self.last_estimate = overhead + sum(message_tokens(m) for m in history)
         return history
 
     async def _begin_saved(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:
@@ -403,30 +430,30 @@ class Session:
         deleted from outside (the sidebar, another kernel: `_run` says so; its transcript goes)."""
         if self.conversation_id is not None:
             try:
-                history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
-                return history
+                history, self._turn_id, dropped = await db.begin_turn_with_history(self.conversation_id, user, budget)
             except ConversationNotFoundError as exc:
                 if exc.conversation_id != self.conversation_id:
                     raise
                 self._forget_conversation()
+            else:
+                if dropped:  # the history outgrew the budget: summarise the oldest turns instead
+                    compacted = await self._compact(db, budget, user.context, keep=None)
+                    if compacted is not None:
+                        return compacted
+                return history
         self.conversation_id = (await db.create_conversation()).id
         history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
         return history
 
-    def _history_budget(self, model: str | None) -> int:
-        """Tokens of history to send: the model's budget less the system prompt and tool schemas."""
-        tools = tuple(self.orchestrator.registry.get_all())
-        known = self._schema_tokens
-        if known is not None and len(known[0]) == len(tools) and all(a is b for a, b in zip(known[0], tools)):
-            overhead = known[1]  # the same tools (a changed tool is a new object)
-        else:
-            overhead = SYSTEM_PROMPT_TOKENS + estimate_tokens(json.dumps([t.schema_().model_dump() for t in tools]))
-            self._schema_tokens = (tools, overhead)
-        return max(1, context_budget(model or os.environ.get("LLM_MODEL", ""), os.environ) - overhead)
-
-    async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome) -> None:
+    async def _finish(self, user_msg: ChatMessage, outcome: TurnOutcome, model: str | None = None) -> None:
         self.last_outcome = outcome
         turn = [user_msg, *outcome.messages]
+        if self._compaction_usage is not None:
+            outcome.usage = add_usage(outcome.usage, self._compaction_usage)
+            outcome.requests += 1
+            self._compaction_usage = None
+        spent = outcome.usage.input_tokens is not None or outcome.usage.output_tokens is not None
+        model = model or os.environ.get("LLM_MODEL") or None
         try:  # the records written through are queued before these writes (one trip to the file)
             if outcome.reason == "error":
                 await self._record_failure(outcome.error or "error", outcome.error_code)
@@ -439,6 +466,8 @@ class Session:
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:
                 await self.db.commit_turn(self.conversation_id, self._turn_id, turn)
+            if spent:
+                await self._record_usage(outcome, model)
             await self._audit.drain()
         except SessionDBError as exc:
             log.error("could not record the turn: %s", exc)

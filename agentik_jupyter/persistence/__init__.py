@@ -23,7 +23,7 @@ from agentik_jupyter.persistence.budget import (
     context_window,
     estimate_tokens,
 )
-from agentik_jupyter.persistence.models import AuditEntry, AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.models import AuditEntry, AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db
 from agentik_jupyter.persistence.reader import MAX_PAGE_SIZE, PAGE_SIZE, SessionReader
@@ -55,6 +55,7 @@ __all__ = [
     "TokenEstimator",
     "TurnNotFoundError",
     "TurnStateError",
+    "TurnUsage",
     "WorkingMemoryError",
     "check_turn",
     "complete_pairs",

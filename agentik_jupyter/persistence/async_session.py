@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_MESSAGE, SessionDB
-from agentik_jupyter.types import ChatMessage, PersistedMessage, UserMessage
+from agentik_jupyter.types import ChatMessage, PersistedMessage, Usage, UserMessage
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -190,11 +190,30 @@ class AsyncSessionDB:
         """The history to send (as `working_memory`), then `begin_turn`: one trip to the worker
         thread instead of two, on the path from the question to the model's request."""
 
-        def both() -> tuple[list[ChatMessage], str]:
-            history = self.db.working_memory(conversation_id, budget_tokens)
-            return history, self.db.begin_turn(conversation_id, user)
+        history, turn_id, _ = await self.begin_turn_with_history(conversation_id, user, budget_tokens)
+        return history, turn_id
+
+    async def begin_turn_with_history(
+        self, conversation_id: str, user: UserMessage, budget_tokens: int | None = None
+    ) -> tuple[list[ChatMessage], str, int]:
+        """`begin_turn_after_history`, and how many of the oldest turns the budget left out."""
+
+        def both() -> tuple[list[ChatMessage], str, int]:
+            history, dropped = self.db.working_memory_cut(conversation_id, budget_tokens)
+            return history, self.db.begin_turn(conversation_id, user), dropped
 
         return await self._call(both)
+
+    async def working_memory_cut(
+        self, conversation_id: str, budget_tokens: int | None = None
+    ) -> tuple[list[ChatMessage], int]:
+        return await self._call(self.db.working_memory_cut, conversation_id, budget_tokens)
+
+    async def working_turns(self, conversation_id: str) -> list[tuple[str, list[ChatMessage]]]:
+        return await self._call(self.db.working_turns, conversation_id)
+
+    async def compact(self, conversation_id: str, turn_ids: Sequence[str], summary: ChatMessage) -> str:
+        return await self._call(self.db.compact, conversation_id, list(turn_ids), summary)
 
     async def append(self, conversation_id: str, turn_id: str, record: PersistedMessage) -> AuditRef:
         return await self._call(self.db.append, conversation_id, turn_id, record)
@@ -229,6 +248,14 @@ class AsyncSessionDB:
         return await self._call(
             functools.partial(self.db.audit_log, whole_turns=whole_turns), conversation_id, limit, before_seq
         )
+
+    async def record_usage(
+        self, conversation_id: str, turn_id: str, usage: Usage, model: str | None = None, requests: int = 1
+    ) -> None:
+        return await self._call(self.db.record_usage, conversation_id, turn_id, usage, model, requests)
+
+    async def turn_usages(self, conversation_id: str) -> list[TurnUsage]:
+        return await self._call(self.db.turn_usages, conversation_id)
 
     async def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
         return await self._call(self.db.working_memory, conversation_id, budget_tokens)

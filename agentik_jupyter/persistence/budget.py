@@ -1,14 +1,20 @@
 """How much history the model is sent: a token budget per model, spent on whole turns.
 
 Tokens are estimated, not counted: a provider-exact tokenizer would be a dependency per
-provider, and the budget is a safety margin, not a bill. ``chars / 4`` of the stored JSON
-over-counts prose a little (JSON quoting), which errs on the safe side.
+provider, and the budget is a safety margin, not a bill. The estimate is ``chars / 4`` of what
+is sent (`wire_text`: a message as it goes on the wire, with its context note, each tool result
+once and no HTML display), not of the stored record, which holds each tool result twice and its
+HTML and ran about twice the real size.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentik_jupyter.types import ChatMessage
 
 TokenEstimator = Callable[[str], int]
 
@@ -38,6 +44,13 @@ _CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("llama3.3", 128_000),
     ("qwen", 32_000),
     ("mistral", 32_000),
+    ("mixtral", 32_000),
+    ("gpt-oss", 128_000),
+    ("gemma3", 128_000),
+    ("command-r", 128_000),
+    ("grok", 128_000),
+    ("kimi", 128_000),
+    ("glm-4", 128_000),
 )
 
 
@@ -52,6 +65,53 @@ def estimate_tokens(text: str) -> int:
     if len(text) > 512:
         text, images = _BASE64_RUN.subn("", text)
     return (len(text) + 3) // 4 + images * IMAGE_TOKENS
+
+
+def _result_text(message: ChatMessage) -> str:
+    result = message.tool_result
+    if result is None:
+        return message.content
+    if result.error is not None:
+        return f"Error: {result.error}"
+    if result.result is None or isinstance(result.result, str):
+        return result.result or ""
+    try:
+        return json.dumps(result.result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(result.result)
+
+
+def wire_text(message: ChatMessage) -> str:
+    """The message about as a provider receives it (Chat Completions JSON): the question with its
+    context note, the calls' arguments, a tool result's text once. Images are appended as their
+    base64, which `estimate_tokens` counts as IMAGE_TOKENS each."""
+    wire: dict[str, Any] = {"role": message.role}
+    if message.role == "user":
+        wire["content"] = f"{message.context_note}\n\n{message.content}" if message.context_note else message.content
+    elif message.role == "tool":
+        wire["tool_call_id"] = message.tool_result.tool_call_id if message.tool_result else ""
+        wire["content"] = _result_text(message)
+    else:
+        wire["content"] = message.content or None
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.args, ensure_ascii=False, default=str)},
+                }
+                for c in message.tool_calls
+            ]
+        if message.provider_blocks and message.reasoning:  # signed thinking goes back to Anthropic
+            wire["reasoning"] = message.reasoning
+    text = json.dumps(wire, ensure_ascii=False, default=str)
+    images = message.tool_result.images if message.tool_result is not None else None
+    return text + "".join(" " + image.data for image in images or [])
+
+
+def message_tokens(message: ChatMessage, estimator: TokenEstimator | None = None) -> int:
+    """Tokens the message costs in a request."""
+    return (estimator or estimate_tokens)(wire_text(message))
 
 
 class CachedEstimate:

@@ -50,3 +50,15 @@ class AuditPage(_Frozen):
     entries: list[AuditEntry]
     next_before_seq: int | None
     next_after_seq: int | None = None
+
+
+class TurnUsage(_Frozen):
+    """Tokens one turn spent (all its model calls), as the provider reported them."""
+
+    turn_id: str
+    model: str | None
+    requests: int
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int

@@ -11,6 +11,9 @@ both migrate it and a crash mid-migration leaves the old version intact.
 - v3: a change log (``change_log``) filled by triggers, so every writer (any kernel, the
   server's rename/delete) leaves a numbered event: created, renamed, deleted, message. The
   server's events stream reads it read-only from a position the client gives.
+- v4: ``turn_usage``, one row per turn with the tokens it spent (in, from cache, written to cache,
+  out) and the model, so a resumed session keeps its totals and ``%agent usage`` can price them.
+  Files from v1-v3 get the empty table: their earlier turns count as unknown, not as zero.
 
 A file whose version is newer than ours, or an SQLite file of someone else's (tables but no
 version), is refused before anything is written: both are read over a read-only connection
@@ -115,6 +118,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             """CREATE TRIGGER change_log_message AFTER INSERT ON message
             BEGIN INSERT INTO change_log (kind, conversation_id, message_id, created_at)
                   VALUES ('message', NEW.conversation_id, NEW.id, NEW.created_at); END""",
+        ),
+    ),
+    Migration(
+        4,
+        "turn_usage: the tokens each turn spent, cached and cache-written ones apart, and its model",
+        (
+            """CREATE TABLE turn_usage (
+                conversation_id TEXT NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                turn_id TEXT NOT NULL,
+                model TEXT,
+                requests INTEGER NOT NULL DEFAULT 0,
+                input_tokens INTEGER NOT NULL DEFAULT 0,
+                cached_tokens INTEGER NOT NULL DEFAULT 0,
+                cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (conversation_id, turn_id)
+            )""",
         ),
     ),
 )

@@ -28,7 +28,13 @@ from agentik_jupyter.errors import (
     TurnStateError,
 )
 from agentik_jupyter.ids import is_session_id, valid_id_sql
-from agentik_jupyter.persistence.budget import CachedEstimate, TokenEstimator, estimate_tokens, first_turn_to_keep
+from agentik_jupyter.persistence.budget import (
+    CachedEstimate,
+    TokenEstimator,
+    estimate_tokens,
+    first_turn_to_keep,
+    wire_text,
+)
 from agentik_jupyter.persistence.connection import (
     DEFAULT_BUSY_TIMEOUT_S,
     DEFAULT_RETRY_DEADLINE_S,
@@ -37,13 +43,14 @@ from agentik_jupyter.persistence.connection import (
     with_retry,
     write_transaction,
 )
-from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo
+from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
+from agentik_jupyter.persistence.usage import record_usage, turn_usages
 from agentik_jupyter.persistence.working import insert_working, is_committed
 from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, UserMessage, new_id, now
+from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, Usage, UserMessage, new_id, now
 
 T = TypeVar("T")
 
@@ -85,7 +92,7 @@ class SessionDB:
     ) -> None:
         self.path = Path(path)
         self.estimator = estimator
-        self._costs = CachedEstimate(estimator)
+        self._costs = CachedEstimate(lambda payload: estimator(wire_text(ChatMessage.model_validate_json(payload))))
         self._retry_deadline_s = retry_deadline_s
         self._lock = threading.Lock()
         check_version(self.path)
@@ -246,7 +253,9 @@ class SessionDB:
         spec says, so "try again" after a failure reaches the model with the question); returns
         the new turn id."""
         turn_id = new_id("turn_")
-        question = ChatMessage(id=user.id, role="user", content=user.content, timestamp=user.timestamp)
+        question = ChatMessage(
+            id=user.id, role="user", content=user.content, context_note=user.context_note, timestamp=user.timestamp
+        )
 
         def body(conn: sqlite3.Connection) -> str:
             row = self._writable_row(conn, conversation_id)
@@ -362,7 +371,32 @@ class SessionDB:
 
         return self._read(body)
 
+    def record_usage(
+        self, conversation_id: str, turn_id: str, usage: Usage, model: str | None = None, requests: int = 1
+    ) -> None:
+        """Save the tokens a turn spent (when it ends), so a resumed session keeps its totals."""
+
+        def body(conn: sqlite3.Connection) -> None:
+            self._conversation_row(conn, conversation_id)
+            record_usage(conn, conversation_id, turn_id, usage, model, requests)
+
+        self._write(body)
+
+    def turn_usages(self, conversation_id: str) -> list[TurnUsage]:
+        """The tokens each recorded turn of the conversation spent, oldest first."""
+
+        def body(conn: sqlite3.Connection) -> list[TurnUsage]:
+            self._conversation_row(conn, conversation_id)
+            return turn_usages(conn, conversation_id)
+
+        return self._read(body)
+
     def working_memory(self, conversation_id: str, budget_tokens: int | None = None) -> list[ChatMessage]:
+        return self.working_memory_cut(conversation_id, budget_tokens)[0]
+
+    def working_memory_cut(
+        self, conversation_id: str, budget_tokens: int | None = None
+    ) -> tuple[list[ChatMessage], int]:
         """What the model is sent: committed turns in order, the oldest whole turns dropped
         until the rest fits ``budget_tokens`` (None: no limit). The latest turn is always kept.
 
@@ -386,4 +420,50 @@ class SessionDB:
             turns[-1].append(payload)
         costs = [sum(self._costs(payload) for payload in turn) for turn in turns]
         start = first_turn_to_keep(costs, budget_tokens)
-        return [ChatMessage.model_validate_json(payload) for turn in turns[start:] for payload in turn]
+        return [ChatMessage.model_validate_json(payload) for turn in turns[start:] for payload in turn], start
+
+    def working_turns(self, conversation_id: str) -> list[tuple[str, list[ChatMessage]]]:
+        """Working memory as whole turns, oldest first: (turn id, its messages)."""
+
+        def body(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            self._conversation_row(conn, conversation_id)
+            return conn.execute(
+                "SELECT turn_id, payload_json FROM working_memory WHERE conversation_id = ? ORDER BY order_idx",
+                (conversation_id,),
+            ).fetchall()
+
+        turns: list[tuple[str, list[ChatMessage]]] = []
+        for turn_id, payload in self._read(body):
+            if not turns or turns[-1][0] != turn_id:
+                turns.append((turn_id, []))
+            turns[-1][1].append(ChatMessage.model_validate_json(payload))
+        return turns
+
+    def compact(self, conversation_id: str, turn_ids: Sequence[str], summary: ChatMessage) -> str:
+        """Replace these turns in working memory with one summary message, where the first of them
+        was (the audit log keeps every original); returns the summary's turn id."""
+        summary_turn = new_id("turn_summary_")
+
+        def body(conn: sqlite3.Connection) -> str:
+            self._writable_row(conn, conversation_id)
+            marks = ",".join("?" for _ in turn_ids)
+            first = conn.execute(
+                f"SELECT min(order_idx) FROM working_memory WHERE conversation_id = ? AND turn_id IN ({marks})",
+                (conversation_id, *turn_ids),
+            ).fetchone()[0]
+            if first is None:
+                raise TurnStateError("nothing to compact: those turns are not in working memory")
+            conn.execute(
+                f"DELETE FROM working_memory WHERE conversation_id = ? AND turn_id IN ({marks})",
+                (conversation_id, *turn_ids),
+            )
+            conn.execute(
+                "INSERT INTO working_memory"
+                " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
+                " VALUES (?, ?, ?, NULL, ?, ?)",
+                (conversation_id, summary_turn, first, scrub(summary.model_dump_json()), now()),
+            )
+            self._touch(conn, conversation_id)
+            return summary_turn
+
+        return self._write(body)

@@ -26,6 +26,25 @@ from agentik_jupyter.types import Usage
 TOOL_BLOCKS = ("tool_use", "server_tool_use")
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def anthropic_usage(raw: dict[str, Any]) -> Usage:
+    """Anthropic counts input read from the cache and written to it apart from `input_tokens`;
+    our `input_tokens` is all three together, as OpenAI's `prompt_tokens` is."""
+    fresh, read, written = (
+        _count(raw.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    total = None if fresh is None and read is None and written is None else (fresh or 0) + (read or 0) + (written or 0)
+    return Usage(
+        input_tokens=total,
+        output_tokens=_count(raw.get("output_tokens")),
+        cached_tokens=read,
+        cache_write_tokens=written,
+    )
+
+
 class MessageAccumulator:
     """Feed events (dicts) in order; read deltas back; `snapshot()` is the response."""
 
@@ -139,7 +158,7 @@ class MessageAccumulator:
     def usage(self) -> Usage | None:
         if not self._usage:
             return None
-        return Usage(input_tokens=self._usage.get("input_tokens"), output_tokens=self._usage.get("output_tokens"))
+        return anthropic_usage(self._usage)
 
     def snapshot(self) -> ProviderChatResponse:
         blocks = [self._blocks[i] for i in sorted(self._blocks)]

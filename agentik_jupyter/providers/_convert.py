@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from agentik_jupyter.providers import _constants as C
-from agentik_jupyter.types import ToolParameter, ToolResult, ToolSchema
+from agentik_jupyter.types import ChatMessage, ToolParameter, ToolResult, ToolSchema
 
 
 def parameter_schema(param: ToolParameter) -> dict[str, Any]:
@@ -37,6 +37,11 @@ def input_schema(tool: ToolSchema) -> dict[str, Any]:
     if required:
         schema["required"] = required
     return schema
+
+
+def user_text(message: ChatMessage) -> str:
+    """A question as the model reads it: its context note (where it was asked) first, then the words."""
+    return f"{message.context_note}\n\n{message.content}" if message.context_note else message.content
 
 
 def tool_result_text(result: ToolResult) -> str:

@@ -45,7 +45,11 @@ def usage_from(raw: Any) -> Usage | None:
     prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
     if prompt is None and completion is None:
         return None
-    return Usage(input_tokens=prompt, output_tokens=completion)
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=prompt, output_tokens=completion, cached_tokens=cached if isinstance(cached, int) else None
+    )
 
 
 class ChatCompletionAccumulator:

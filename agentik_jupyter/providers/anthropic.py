@@ -51,7 +51,8 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "user":
-            role, blocks = "user", ([{"type": "text", "text": message.content}] if message.content else [])
+            texts = [message.context_note, message.content]  # the note its own block, the question as written
+            role, blocks = "user", [{"type": "text", "text": t} for t in texts if t]
         elif message.role == "assistant":
             role, blocks = "assistant", _assistant_blocks(message)
         elif message.tool_result is not None:
@@ -78,6 +79,34 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         else:
             wire.append({"role": role, "content": blocks})
     return wire
+
+
+CACHE_POINT = {"type": "ephemeral"}
+CACHE_BREAKPOINTS = 4
+"""Anthropic caches a request's prefix up to a block marked `cache_control`; at most 4 marks."""
+
+
+def add_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark the last tool, the system prompt and the newest message's last block (3 of the 4
+    allowed): the tools and system prompt are read from cache on every call, and the whole
+    history up to the newest message on the next one (reads cost 0.1×, writes 1.25×)."""
+    marks = 0
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": CACHE_POINT}
+        marks += 1
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": CACHE_POINT}]
+        marks += 1
+    messages = body.get("messages") or []
+    for message in reversed(messages):
+        if marks >= CACHE_BREAKPOINTS:
+            break
+        blocks = [b for b in message.get("content") or [] if b.get("type") not in ("thinking", "redacted_thinking")]
+        if blocks:  # thinking blocks cannot carry a mark
+            blocks[-1]["cache_control"] = CACHE_POINT
+            break
 
 
 class AnthropicStream:
@@ -120,6 +149,7 @@ class AnthropicAdapter:
         api_key: str | SecretStr,
         base_url: str = C.DEFAULT_ANTHROPIC_BASE_URL,
         max_tokens: int = C.ANTHROPIC_DEFAULT_MAX_TOKENS,
+        cache_control: bool = True,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
         client: httpx2.AsyncClient | None = None,
@@ -128,6 +158,7 @@ class AnthropicAdapter:
         self.base_url = base_url
         self.url = endpoint_url(base_url.rstrip("/").removesuffix("/v1"), "/v1/messages")
         self.max_tokens = max_tokens
+        self.cache_control = cache_control
         self.retry = retry or RetryPolicy()
         self._clients = ClientHolder(client, timeouts)
 
@@ -153,6 +184,8 @@ class AnthropicAdapter:
             body["system"] = params.system_prompt
         if params.tool_schemas:
             body["tools"] = [tool_to_wire(t) for t in params.tool_schemas]
+        if self.cache_control:
+            add_cache_breakpoints(body)
         return body
 
     def stream(self, params: ChatParams) -> AsyncIterator[ProviderDelta]:

@@ -21,6 +21,8 @@ class ChatParams(BaseModel):
     system_prompt: str = ""
     tool_schemas: list[ToolSchema] = Field(default_factory=list)
     max_tokens: int | None = None
+    cache_key: str | None = None
+    """The same for every request of a session: sent as OpenAI's `prompt_cache_key` (when on)."""
 
 
 class ProviderToolCall(BaseModel):

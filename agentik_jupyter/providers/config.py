@@ -50,6 +50,10 @@ class ProviderConfig(BaseModel):
     api_key: SecretStr
     base_url: str = Field(repr=False)
     include_usage: bool = True
+    cache_control: bool = True
+    """Anthropic: mark the tools, the system prompt and the newest message for the prompt cache (`LLM_CACHE_CONTROL`)."""
+    prompt_cache_key: bool = True
+    """OpenAI-compatible: send a stable `prompt_cache_key` per session (`LLM_PROMPT_CACHE_KEY`)."""
     read_timeout: float = C.READ_TIMEOUT_S
     """Longest wait for the next byte (`LLM_TIMEOUT`, seconds)."""
 
@@ -67,7 +71,8 @@ def _missing(name: str, example: str) -> ConfigurationError:
 
 
 def load_config(environ: Mapping[str, str] | None = None, model_override: str | None = None) -> ProviderConfig:
-    """Read LLM_PROVIDER, LLM_MODEL, LLM_API_KEY, LLM_BASE_URL and LLM_STREAM_USAGE.
+    """Read LLM_PROVIDER, LLM_MODEL, LLM_API_KEY, LLM_BASE_URL, LLM_STREAM_USAGE, LLM_CACHE_CONTROL
+    and LLM_PROMPT_CACHE_KEY.
 
     Raises ConfigurationError naming the variable that is missing or wrong.
     """
@@ -107,7 +112,7 @@ def load_config(environ: Mapping[str, str] | None = None, model_override: str | 
         raise ConfigurationError(
             f"LLM_BASE_URL={redact_url(base_url)!r} is not an http(s) URL. Example: %env LLM_BASE_URL=http://localhost:11434/v1"
         )
-    include_usage = (env.get("LLM_STREAM_USAGE") or "1").strip().lower() not in _FALSE
+    include_usage = _switch(env, "LLM_STREAM_USAGE")
     read_timeout = _timeout(env.get("LLM_TIMEOUT"))
     return ProviderConfig(
         provider=provider,
@@ -115,8 +120,15 @@ def load_config(environ: Mapping[str, str] | None = None, model_override: str | 
         api_key=SecretStr(api_key),
         base_url=base_url.rstrip("/"),
         include_usage=include_usage,
+        cache_control=_switch(env, "LLM_CACHE_CONTROL"),
+        prompt_cache_key=_switch(env, "LLM_PROMPT_CACHE_KEY"),
         read_timeout=read_timeout,
     )
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    """On unless set to 0/false/no/off: for servers that reject a field they don't know."""
+    return (env.get(name) or "1").strip().lower() not in _FALSE
 
 
 def _timeout(raw: str | None) -> float:
@@ -145,12 +157,18 @@ def make_adapter(
     timeouts = timeouts or Timeouts(read=config.read_timeout)
     if config.provider == "anthropic":
         return AnthropicAdapter(
-            api_key=config.api_key, base_url=config.base_url, timeouts=timeouts, retry=retry, client=client
+            api_key=config.api_key,
+            base_url=config.base_url,
+            cache_control=config.cache_control,
+            timeouts=timeouts,
+            retry=retry,
+            client=client,
         )
     return OpenAICompatibleAdapter(
         api_key=config.api_key,
         base_url=config.base_url,
         include_usage=config.include_usage,
+        prompt_cache_key=config.prompt_cache_key,
         timeouts=timeouts,
         retry=retry,
         client=client,

@@ -14,7 +14,7 @@ import httpx2
 from pydantic import SecretStr
 
 from agentik_jupyter.providers import _constants as C
-from agentik_jupyter.providers._convert import input_schema, tool_result_text
+from agentik_jupyter.providers._convert import input_schema, tool_result_text, user_text
 from agentik_jupyter.providers._http import ClientHolder, RetryPolicy, Timeouts, open_response
 from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator, completion_as_chunk, only_text
 from agentik_jupyter.providers._read_ahead import Assembled, feed_each, read_ahead
@@ -52,7 +52,7 @@ def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> li
             wire.append(images_message(images))
             images = []
         if message.role == "user":
-            wire.append({"role": "user", "content": message.content})
+            wire.append({"role": "user", "content": user_text(message)})
         elif message.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
@@ -159,6 +159,7 @@ class OpenAICompatibleAdapter:
         api_key: str | SecretStr,
         base_url: str = C.DEFAULT_OPENAI_BASE_URL,
         include_usage: bool = True,
+        prompt_cache_key: bool = True,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
         client: httpx2.AsyncClient | None = None,
@@ -167,6 +168,7 @@ class OpenAICompatibleAdapter:
         self.base_url = base_url
         self.url = endpoint_url(base_url, "/chat/completions")
         self.include_usage = include_usage
+        self.prompt_cache_key = prompt_cache_key
         self.retry = retry or RetryPolicy()
         self._clients = ClientHolder(client, timeouts)
 
@@ -194,6 +196,8 @@ class OpenAICompatibleAdapter:
             body["stream_options"] = {"include_usage": True}
         if params.tool_schemas:
             body["tools"] = [tool_to_wire(t) for t in params.tool_schemas]
+        if self.prompt_cache_key and params.cache_key:
+            body["prompt_cache_key"] = params.cache_key  # the same per session: requests meet the same warm cache
         if params.max_tokens is not None:
             body["max_tokens"] = params.max_tokens
         return body

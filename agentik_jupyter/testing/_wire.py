@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agentik_jupyter.testing.replies import Reply
@@ -30,9 +31,72 @@ def output_tokens(reply: Reply) -> int:
     return len(reply.pieces()) + len(reply.pieces(reply.reasoning or "")) + len(reply.calls)
 
 
-def input_tokens(body: Any) -> int:
-    messages = body.get("messages") if isinstance(body, dict) else None
-    return max(1, len(json.dumps(messages or []).split()))
+@dataclass(frozen=True)
+class Prompt:
+    """A request's input tokens as a provider would bill them: all of them, those read from the
+    prompt cache, and those written to it."""
+
+    tokens: int
+    cached: int = 0
+    written: int = 0
+
+
+CHARS_PER_TOKEN = 4
+MIN_CACHED_PREFIX = 1_024
+"""Tokens a prefix needs before either provider caches it."""
+OPENAI_CACHE_STEP = 128
+
+
+def _unmarked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def cache_text(body: Any) -> str:
+    """The request in the providers' cache order (tools, system, messages), without cache marks."""
+    if not isinstance(body, dict):
+        return ""
+    parts = [body.get("tools"), body.get("system"), *(body.get("messages") or [])]
+    return "\n".join(json.dumps(_unmarked(p), ensure_ascii=False) for p in parts if p is not None)
+
+
+def _marked(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "cache_control" in value or any(_marked(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_marked(v) for v in value)
+    return False
+
+
+def _common_prefix(a: str, b: str) -> int:
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # by halves: slices compare in C
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def prompt_of(body: Any, api: str, before: str) -> tuple[Prompt, str]:
+    """Count a request's input like a provider with a prompt cache: ~4 characters a token; the
+    prefix it shares with the request ``before`` is read from cache (OpenAI: automatically, in
+    128-token steps; Anthropic: when the request marks `cache_control`, and the rest up to the
+    newest mark is written). Returns the count and this request's text, for the next one."""
+    text = cache_text(body)
+    tokens = max(1, len(text) // CHARS_PER_TOKEN)
+    same = _common_prefix(text, before)
+    shared = same // CHARS_PER_TOKEN if same >= MIN_CACHED_PREFIX * CHARS_PER_TOKEN else 0
+    if api == "anthropic":
+        if not _marked(body):
+            return Prompt(tokens), text
+        written = tokens - shared if tokens >= MIN_CACHED_PREFIX else 0
+        return Prompt(tokens, shared, written), text
+    return Prompt(tokens, shared // OPENAI_CACHE_STEP * OPENAI_CACHE_STEP), text
 
 
 # ---- OpenAI chat completions ----
@@ -48,12 +112,30 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
     }
 
 
-def _openai_usage(reply: Reply, prompt: int) -> dict[str, int]:
+def _openai_usage(reply: Reply, prompt: Prompt | int) -> dict[str, Any]:
     completion = output_tokens(reply)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    prompt = Prompt(prompt) if isinstance(prompt, int) else prompt
+    return {
+        "prompt_tokens": prompt.tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt.tokens + completion,
+        "prompt_tokens_details": {"cached_tokens": prompt.cached},
+    }
 
 
-def openai_stream(reply: Reply, *, model: str, prompt: int, include_usage: bool, new_id: IdFactory) -> list[bytes]:
+def _anthropic_usage(prompt: Prompt | int, output: int) -> dict[str, int]:
+    prompt = Prompt(prompt) if isinstance(prompt, int) else prompt
+    return {
+        "input_tokens": prompt.tokens - prompt.cached - prompt.written,
+        "cache_creation_input_tokens": prompt.written,
+        "cache_read_input_tokens": prompt.cached,
+        "output_tokens": output,
+    }
+
+
+def openai_stream(
+    reply: Reply, *, model: str, prompt: Prompt | int, include_usage: bool, new_id: IdFactory
+) -> list[bytes]:
     frames = [sse(_chunk(model, {"role": "assistant", "content": ""}))]
     frames += [sse(_chunk(model, {"reasoning_content": p})) for p in reply.pieces(reply.reasoning or "")]
     frames += [sse(_chunk(model, {"content": p})) for p in reply.pieces()]
@@ -70,7 +152,7 @@ def openai_stream(reply: Reply, *, model: str, prompt: int, include_usage: bool,
     return frames
 
 
-def openai_json(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> dict[str, Any]:
+def openai_json(reply: Reply, *, model: str, prompt: Prompt | int, new_id: IdFactory) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
@@ -109,7 +191,7 @@ def _event(data: dict[str, Any]) -> bytes:
     return sse(data, event=data["type"])
 
 
-def anthropic_stream(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> list[bytes]:
+def anthropic_stream(reply: Reply, *, model: str, prompt: Prompt | int, new_id: IdFactory) -> list[bytes]:
     start: dict[str, Any] = {
         "id": "msg_fake",
         "type": "message",
@@ -118,7 +200,7 @@ def anthropic_stream(reply: Reply, *, model: str, prompt: int, new_id: IdFactory
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": 1},
+        "usage": _anthropic_usage(prompt, 1),
     }
     frames = [_event({"type": "message_start", "message": start}), _event({"type": "ping"})]
     index = 0
@@ -155,7 +237,7 @@ def anthropic_stream(reply: Reply, *, model: str, prompt: int, new_id: IdFactory
     return frames
 
 
-def anthropic_json(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) -> dict[str, Any]:
+def anthropic_json(reply: Reply, *, model: str, prompt: Prompt | int, new_id: IdFactory) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if reply.reasoning:
         content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "fake-signature"})
@@ -172,7 +254,7 @@ def anthropic_json(reply: Reply, *, model: str, prompt: int, new_id: IdFactory) 
         "content": content,
         "stop_reason": "tool_use" if reply.calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": output_tokens(reply)},
+        "usage": _anthropic_usage(prompt, output_tokens(reply)),
     }
 
 

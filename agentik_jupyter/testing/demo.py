@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 
+from agentik_jupyter.core.compaction import SUMMARY_HEADING
 from agentik_jupyter.testing.demo_code import (
     STOPWORDS,
     column_in,
@@ -281,8 +282,25 @@ def _first_step(asked: Asked) -> Reply:
     return Reply.text(MENU)
 
 
+def compaction_summary(request_text: str) -> str:
+    """The demo's summary for a compaction: an earlier summary's points, then the questions asked
+    and the first line of each answer (their numbers included), as bullet points."""
+    lines = []
+    for part in request_text.split("\n\n"):
+        if part.startswith("- "):  # the points of an earlier summary, carried over
+            lines.extend(part.splitlines())
+        elif part.startswith("User: "):
+            lines.append("- Asked: " + part.removeprefix("User: ").splitlines()[0][:200])
+        elif part.startswith("Assistant: "):
+            lines.append("  - Found: " + part.removeprefix("Assistant: ").splitlines()[0][:160])
+    return "\n".join(lines) or "- Nothing to summarise."
+
+
 def demo_responder(request: RecordedRequest) -> Reply:
     """Decide the next answer from the user's question, the variables and the steps taken since."""
+    text = request.last_user_text()
+    if text.startswith(SUMMARY_HEADING):  # a compaction: summarise the transcript it carries
+        return Reply.text(compaction_summary(text))
     asked = read_request(request)
     if "Attached by %agent fix" in asked.attached or asked.question.startswith(
         ("Fix the failed cell", "Fix the error in")

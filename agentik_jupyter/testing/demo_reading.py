@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentik_jupyter.core.orchestrator import DENIED as DENIED_PREFIX
+from agentik_jupyter.core.prompt import NOTE_HEADING
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.testing.replies import RecordedRequest
 
@@ -113,7 +114,7 @@ def read_request(request: RecordedRequest) -> Asked:
     """The question (as typed, and what was attached), and the tool calls made since it."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     asked = Asked(question="", attached="", tools=_tools(request))
-    asked.variables = [(m.group(1), m.group(2)) for m in _VARIABLE.finditer(_system_text(request))]
+    known: dict[str, str] = {m.group(1): m.group(2) for m in _VARIABLE.finditer(_system_text(request))}
 
     def result(call_id: str, content: Any) -> None:
         name, args = calls.get(call_id, ("tool", {}))
@@ -146,9 +147,29 @@ def read_request(request: RecordedRequest) -> Asked:
                     last = asked.steps[-1]
                     asked.steps[-1] = Step(last.name, last.args, last.result, last.images + len(images))
                 continue
-            text = _text_of(content).strip()
+            texts = [content] if isinstance(content, str) else [_text_of([b]) for b in blocks]
+            for note in (t.split("\n\n", 1)[0] for t in texts if t.startswith(NOTE_HEADING)):
+                _read_note(note, known)
+            text = "\n\n".join(_without_note(t) for t in texts if not t.startswith(NOTE_HEADING) or "\n\n" in t)
+            text = text.strip()
             if text:
                 asked.question = shown_text(text).strip()
                 asked.attached = text[len(shown_text(text)) :].strip()
                 asked.steps = []
+    asked.variables = list(known.items())
     return asked
+
+
+def _without_note(text: str) -> str:
+    return text.split("\n\n", 1)[1] if text.startswith(NOTE_HEADING) else text
+
+
+def _read_note(note: str, known: dict[str, str]) -> None:
+    """The variables a question's context note lists (all, or what changed since the last question)."""
+    deleted = re.search(r"^Deleted since the last question: (.*)$", note, re.M)
+    if note.count("Variables in the kernel"):
+        known.clear()
+    for m in _VARIABLE.finditer(note):
+        known[m.group(1)] = m.group(2)
+    for name in deleted.group(1).split(", ") if deleted else []:
+        known.pop(name.strip(" …"), None)

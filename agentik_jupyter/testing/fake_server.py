@@ -158,6 +158,7 @@ class FakeLLMServer:
         self._queue: deque[Reply] = deque(replies)
         self._responder: Responder = responder or echo_responder
         self._requests: list[RecordedRequest] = []
+        self._cache_text: dict[str, str] = {}  # the last request's text per wire format: its prompt cache
         self._hangups: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = 0
@@ -318,7 +319,10 @@ class FakeLLMServer:
             h._send_json(status, body, headers)
             return
         model = str(request.body.get("model") or DEFAULT_MODEL)
-        prompt = W.input_tokens(request.body)
+        with self._lock:
+            prompt, self._cache_text[request.api] = W.prompt_of(
+                request.body, request.api, self._cache_text.get(request.api, "")
+            )
         if not request.stream:
             self._respond_json(h, reply, fault, anthropic=anthropic, model=model, prompt=prompt)
             return
@@ -369,7 +373,7 @@ class FakeLLMServer:
                 return
 
     def _respond_json(
-        self, h: _Handler, reply: Reply, fault: str | None, *, anthropic: bool, model: str, prompt: int
+        self, h: _Handler, reply: Reply, fault: str | None, *, anthropic: bool, model: str, prompt: W.Prompt
     ) -> None:
         if anthropic:
             payload = W.anthropic_json(reply, model=model, prompt=prompt, new_id=self._new_id)

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
+from agentik_jupyter.core.prompt import NOTE_HEADING
+
 Fault = Literal[
     "401",
     "403",
@@ -158,6 +160,12 @@ class Reply:
         return re.findall(r"\s*\S+\s*|\s+", value)
 
 
+def _without_note(text: str) -> str:
+    if text.startswith(NOTE_HEADING) and "\n\n" in text:
+        return text.split("\n\n", 1)[1]
+    return text
+
+
 @dataclass
 class RecordedRequest:
     """One request the fake server received (headers lower-cased, body parsed from JSON)."""
@@ -177,15 +185,17 @@ class RecordedRequest:
         return list(self.body.get("messages") or []) if isinstance(self.body, dict) else []
 
     def last_user_text(self) -> str:
-        """The text of the last user message (string content or text blocks)."""
+        """The text of the last user message (string content or text blocks), without the notebook
+        context note the agent puts before a question."""
         for message in reversed(self.messages):
             if message.get("role") != "user":
                 continue
             content = message.get("content")
             if isinstance(content, str):
-                return content
+                return _without_note(content)
             if isinstance(content, list):
                 texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+                texts = [t for t in texts if not t.startswith(NOTE_HEADING)]
                 if texts:
                     return "".join(texts)
         return ""

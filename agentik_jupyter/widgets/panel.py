@@ -9,12 +9,14 @@ rendering only the new messages. Typing `@` in the box suggests the kernel's var
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
+from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
@@ -28,7 +30,7 @@ from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
-from agentik_jupyter.widgets.status import ErrorBanner, StatusLine
+from agentik_jupyter.widgets.status import ErrorBanner, StatusLine, totals_text
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
 from agentik_jupyter.widgets.turn_view import close_tree
 
@@ -49,6 +51,9 @@ EMPTY_HTML = (
 )
 """The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
 a resumed transcript shows it as the same mark the live turn got, not as a failure."""
+
+
+log = logging.getLogger(__name__)
 
 
 class ChatPanel:
@@ -77,6 +82,8 @@ class ChatPanel:
         self.banner = ErrorBanner(session.chat_store)
         self.status = StatusLine(session.agent_store, clock=clock)
         self.notice = HTML(value="")
+        self.totals = HTML(value="")  # the session's running total of tokens
+        self.totals.add_class("agentik-totals")
         self.input = Text(
             placeholder="Ask the agent… (Enter sends)", continuous_update=True, layout=Layout(flex="1 1 auto")
         )
@@ -101,9 +108,12 @@ class ChatPanel:
                 self.banner.widget,
                 HBox(children=(self.input, self.send_button, self.stop_button)),
                 self.suggestions.widget,
-                HBox(children=(self.status.widget, self.notice)),
+                HBox(children=(self.status.widget, self.notice, self.totals)),
             )
         )
+        self._usage_off = session.on_usage(self.refresh_totals) if hasattr(session, "on_usage") else None
+        self.totals_task: asyncio.Task[Any] | None = None
+        self.refresh_totals()
         self.older_task: asyncio.Task[Any] | None = None
         self.last_task: asyncio.Task[Any] | None = None
         self._body: TurnBody | None = None
@@ -193,9 +203,27 @@ class ChatPanel:
     def close(self) -> None:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
+        if self._usage_off is not None:
+            self._usage_off()
         self.banner.close()
         self.status.close()
         close_tree(self.widget)
+
+    def refresh_totals(self) -> None:
+        """Read the session's recorded tokens again (after each turn, and for a resumed session)."""
+        usage = getattr(self.session, "usage", None)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if usage is not None:
+            self.totals_task = loop.create_task(self._show_totals(usage))
+
+    async def _show_totals(self, usage: Callable[[], Awaitable[list[Any]]]) -> None:
+        try:
+            self.totals.value = escape(totals_text(await usage()))
+        except Exception:
+            log.exception("could not read the session's usage")
 
     # ---- rendering ----
 
@@ -228,6 +256,8 @@ class ChatPanel:
         elif m.role == "assistant":
             if m.error == INTERRUPTED_MESSAGE:
                 out.append(HTML(value=STOPPED_HTML))
+            elif m.error is not None and is_compaction(m.error):
+                out.append(HTML(value=f'<div class="agentik-notice" style="opacity:0.75">{escape(m.error)}</div>'))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.content:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,18 @@ def ending_text(reason: str | None, failed_tools: int = 0) -> str:
 def usage_text(usage: Usage | None) -> str:
     if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
         return ""
-    return f"{usage.input_tokens or 0:,} tokens in, {usage.output_tokens or 0:,} out"
+    cached = "" if usage.cached_tokens is None else f", {usage.cached_tokens:,} from cache"
+    return f"{usage.input_tokens or 0:,} tokens in{cached}, {usage.output_tokens or 0:,} out"
+
+
+def totals_text(turns: Sequence[Any]) -> str:
+    """The session's running total (turns with `input_tokens`, `cached_tokens`, `output_tokens`)."""
+    if not turns:
+        return ""
+    tokens = sum(t.input_tokens for t in turns)
+    cached = sum(t.cached_tokens for t in turns)
+    share = f" ({cached / tokens:.0%} from cache)" if tokens else ""
+    return f"Session: {tokens:,} tokens in{share}, {sum(t.output_tokens for t in turns):,} out"
 
 
 @dataclass(frozen=True)

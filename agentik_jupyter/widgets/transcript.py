@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
 from agentik_jupyter.widgets.cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
@@ -66,7 +67,8 @@ def transcript_entries(messages: Sequence[ChatMessage], question: str | None = N
                 entries.append({"role": "user", "content": shown_text(m.content)})
         elif m.role == "assistant":
             if m.error is not None:
-                entries.append({"role": "error", "message": m.error, "code": None})
+                code = "notice" if is_compaction(m.error) else None  # news, not a failure
+                entries.append({"role": "error", "message": m.error, "code": code})
             elif m.content:
                 entries.append({"role": "assistant", "content": m.content})
             for call in m.tool_calls or []:
@@ -137,7 +139,7 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
         elif e["role"] == "assistant":
             lines.append(f"Agent: {_head(e['content'], 'HTML output')}")
         elif e["role"] == "error":
-            lines.append(f"Error: {e['message']}")
+            lines.append(e["message"] if e.get("code") == "notice" else f"Error: {e['message']}")
         else:
             call, result = _entry_call(e)
             outcome = (
@@ -165,6 +167,8 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             )
         elif e["role"] == "assistant":
             out.append(_answer_html(e["content"], i if _in_html(e) else None))
+        elif e["role"] == "error" and e.get("code") == "notice":
+            out.append(f'<div class="agentik-notice" style="opacity:0.75">{escape(e["message"])}</div>')
         elif e["role"] == "error":
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
         else:
@@ -235,7 +239,7 @@ def transcript_bundle(
         {"version": 1,
          "title": str | null,
          "status": "complete" | "max_iterations" | "interrupted" | "error" | null,
-         "usage": {"input_tokens": int | null, "output_tokens": int | null} | null,
+         "usage": {"input_tokens"?: int, "output_tokens"?: int, "cached_tokens"?: int, "cache_write_tokens"?: int} | null,
          "elapsed_s": float | null,
          "failed_tools": int,        # only when > 0: tool calls that failed (not those the user denied);
                                      # the footer then reads "⚠ Finished with n failed tool call(s)"
@@ -266,7 +270,7 @@ def transcript_bundle(
         "version": TRANSCRIPT_VERSION,
         "title": title,
         "status": status,
-        "usage": usage.model_dump() if usage is not None else None,
+        "usage": usage.model_dump(exclude_none=True) if usage is not None else None,
         "elapsed_s": round(elapsed_s, 3) if elapsed_s is not None else None,
         "entries": entries,
     }

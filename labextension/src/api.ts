@@ -43,6 +43,8 @@ export type TranscriptEntry = IUserEntry | IAssistantEntry | IToolEntry | IError
 export interface IUsage {
   input_tokens?: number | null;
   output_tokens?: number | null;
+  cached_tokens?: number | null;
+  cache_write_tokens?: number | null;
 }
 
 export interface ITranscript {

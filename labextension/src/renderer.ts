@@ -229,7 +229,10 @@ export async function renderEntries(
         case 'tool':
           return toolCard(entry, ctx);
         default:
-          return el('div', 'agentik-error', `⚠ ${entry.message}`);
+          // code "notice": news such as a compaction, not a failure
+          return entry.code === 'notice'
+            ? el('div', 'agentik-notice', entry.message)
+            : el('div', 'agentik-error', `⚠ ${entry.message}`);
       }
     })
   );
@@ -240,7 +243,8 @@ function usageText(usage: IUsage | null | undefined): string {
     return '';
   }
   const n = (value: number | null | undefined): string => (value ?? 0).toLocaleString();
-  return `${n(usage.input_tokens)} tokens in, ${n(usage.output_tokens)} out`;
+  const cached = usage.cached_tokens == null ? '' : `, ${n(usage.cached_tokens)} from cache`;
+  return `${n(usage.input_tokens)} tokens in${cached}, ${n(usage.output_tokens)} out`;
 }
 
 /** How the turn ended; a turn that finished after a tool failed says so, not "Done" (as the kernel's text does). */

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentik_jupyter.kernel.agent import KernelAgent, get_agent
+from agentik_jupyter.kernel.commands.compact import compact_command
 from agentik_jupyter.kernel.commands.fix import fix_command
 from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.panel import panel_command
@@ -21,6 +22,7 @@ from agentik_jupyter.kernel.commands.sessions import (
 )
 from agentik_jupyter.kernel.commands.settings import config_command
 from agentik_jupyter.kernel.commands.tools import policy_command, tools_command
+from agentik_jupyter.kernel.commands.usage import usage_command
 from agentik_jupyter.notebook.export import export_command
 from agentik_jupyter.notebook.instructions import instructions_command
 
@@ -45,6 +47,8 @@ Usage: %agent <command>
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop [--all]      stop the running turn (--all: and the queued ones)
+  compact           summarise the session's earlier turns into one message (the newest stays verbatim)
+  usage             the session's tokens: in, from the provider's cache, out, and the cost
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
   fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
@@ -79,6 +83,8 @@ _COMMANDS: dict[str, Callable[[KernelAgent, list[str]], Awaitable[None]]] = {
     "config": config_command,
     "panel": panel_command,
     "stop": stop_command,
+    "usage": usage_command,
+    "compact": compact_command,
     "mcp": mcp_command,
     "export": export_command,
     "fix": fix_command,
