@@ -32,6 +32,7 @@ from agentik_jupyter.persistence import (
 )
 from agentik_jupyter.persistence.budget import first_turn_to_keep
 from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.tools.checkpoint import Checkpoints
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
 from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, UserMessage, new_id
 
@@ -78,6 +79,7 @@ class Session:
         self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
         self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
+        self.checkpoints: Checkpoints | None = None  # the kernel's namespace checkpoints, one per turn
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._task: asyncio.Task[TurnOutcome] | None = None
         self._waiting: list[asyncio.Task[TurnOutcome]] = []
@@ -366,6 +368,8 @@ class Session:
         except SessionDBError as exc:
             await self.fail_turn(f"Could not write the session file: {exc}", "storage")
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
+        if self.checkpoints is not None and self._turn_id is not None:
+            self.checkpoints.begin_turn(self._turn_id, self.conversation_id, len(history))
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))

@@ -17,12 +17,13 @@ from typing import Any
 from agentik_jupyter.errors import NoFrontend, NotebookReadError
 from agentik_jupyter.notebook.cells import propose_cell
 from agentik_jupyter.notebook.document import NotebookDoc, cells_from_json, load_saved
-from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
+from agentik_jupyter.notebook.edits import Checkpoint, ReadLedger, in_request, propose_change
 from agentik_jupyter.notebook.images import output_images
 from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.notebook.rerun import dependents, rerun_report
 from agentik_jupyter.tools.approval import approval_timeout
+from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.tools.images import with_images
 from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
@@ -87,7 +88,10 @@ def insert_cell_tool(shell: Any) -> ToolDefinition:
 
 
 def make_notebook_tools(
-    notebook_path: NotebookPath, approve: Approve | None = None, registry: ToolRegistry | None = None
+    notebook_path: NotebookPath,
+    approve: Approve | None = None,
+    registry: ToolRegistry | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> list[ToolDefinition]:
     """The notebook tools; `approve` asks the user (the kernel's approval gate) for the fix loop's re-runs,
     under run_cells' policy as `registry` holds it now (`%agent policy run_cells auto` is respected)."""
@@ -162,7 +166,9 @@ def make_notebook_tools(
             cell_id: the cell's id, as shown by read_notebook
             new_source: the cell's complete new source
         """
-        return await propose_change(ledger, cell_id, new_source, _decision_timeout(), rerun_dependents)
+        return await propose_change(
+            ledger, cell_id, new_source, _decision_timeout(), rerun_dependents, checkpoint=checkpoint
+        )
 
     async def delete_cell(cell_id: str) -> ToolOutput:
         """Propose deleting a cell; the user accepts or rejects it on the cell.
@@ -199,5 +205,6 @@ def register_notebook_tools(
     registry: ToolRegistry, shell: Any, notebook_path: NotebookPath, approve: Approve | None = None
 ) -> None:
     """Add insert_cell and the notebook tools, keeping a policy the user changed and a user tool of the same name."""
-    for definition in [insert_cell_tool(shell), *make_notebook_tools(notebook_path, approve, registry)]:
+    checkpoint = checkpoints_for(shell).stage  # "Accept and run" is checkpointed like run_code
+    for definition in [insert_cell_tool(shell), *make_notebook_tools(notebook_path, approve, registry, checkpoint)]:
         add_builtin(registry, definition)
