@@ -9,6 +9,7 @@ from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.kernel.commands.fix import fix_command
 from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.panel import panel_command
+from agentik_jupyter.kernel.commands.rewind import rewind_command
 from agentik_jupyter.kernel.commands.sessions import (
     delete_command,
     new_command,
@@ -41,6 +42,8 @@ Usage: %agent <command>
   config            the LLM_* and AGENTIK_* settings (the key only as set / not set)
   panel             show the chat panel
   stop [--all]      stop the running turn (--all: and the queued ones)
+  rewind [N] [--preview]
+                    take back the latest turn (N: turns N and later): variables and conversation
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
   fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
@@ -75,6 +78,7 @@ _COMMANDS = {
     "config": config_command,
     "panel": panel_command,
     "stop": stop_command,
+    "rewind": rewind_command,
     "mcp": mcp_command,
     "export": export_command,
     "fix": fix_command,

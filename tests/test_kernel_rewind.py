@@ -1,0 +1,108 @@
+"""`%agent rewind` in a real kernel: the variables an approved run_code changed come back, the names it
+created go, and the conversation forgets the turn while the sessions file keeps it with a rewind record.
+The fake LLM server over real HTTP; approvals by AGENTIK_APPROVE=auto, or by clicking the real card.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentik_jupyter.persistence import REWOUND_CODE
+from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.types import ErrorRecord, ToolCallRecord
+
+from .kernel_support import NotebookKernel, RawKernel, audit, kernel_env, sql, transcript, user_texts
+from .test_tool_default_policy import _button
+
+pytestmark = pytest.mark.timeout(180)
+
+SETUP = """
+import numpy as np, pandas as pd
+df = pd.DataFrame({"a": [1.0, None, 3.0], "b": [4, 5, 6]})
+sales = pd.DataFrame({"units": [10, 20, 30], "price": [1.5, 2.5, 3.5]})
+y = 42
+df_before, sales_before, df_object, y_object = df.copy(), sales.copy(), df, y
+"""
+TURN_CODE = (
+    "df = df.dropna()\ndf2 = df.head(1)\ndel y\ndf['x'] = 0\nsales.loc[0, 'units'] = -1\nsales.to_csv('sales.csv')"
+)
+
+
+def test_rewind_restores_the_variables_and_the_model_no_longer_sees_the_turn(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    with FakeLLMServer() as llm:
+        llm.push(Reply.text("First answer."))
+        llm.push(Reply.tool_calls([{"name": "run_code", "args": {"code": TURN_CODE}}]), Reply.text("Cleaned."))
+        llm.push(Reply.text("Fresh start."))
+        kernel = NotebookKernel(kernel_env(llm, AGENTIK_APPROVE="auto", AGENTIK_DB_PATH=str(db)), tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.run(SETUP)
+            kernel.run("%%agent --wait\nHello there.")
+            turn = kernel.run("%%agent --wait\nClean df and fix the first sale.")
+            # no card asked (AGENTIK_APPROVE=auto), so the tool card says what rewind cannot undo
+            assert "Rewind can't undo: writes to sales.csv" in transcript(turn.outputs)["text/plain"]
+            assert kernel.text("print(sales.loc[0, 'units'], 'y' in dir(), 'df2' in dir())").split() == [
+                "-1",
+                "False",
+                "True",
+            ]
+            preview = kernel.text("%agent rewind --preview")
+            assert "Rewind would take back turn 2" in preview and "names removed: df2" in preview
+            assert kernel.text("print(sales.loc[0, 'units'])").strip() == "-1"  # a preview changes nothing
+
+            done = kernel.text("%agent rewind")
+            assert "Rewound turn 2 (back to before turn 2)." in done
+            assert "names restored: df, sales, y" in done and "names removed: df2" in done
+            assert "turns dropped from the conversation: 2: 'Clean df and fix the first sale.'" in done
+            assert "could not restore: writes to sales.csv" in done
+            kernel.run(
+                "import pandas.testing as pdt\n"
+                "pdt.assert_frame_equal(df, df_before)\n"
+                "pdt.assert_frame_equal(sales, sales_before)\n"
+                "assert y is y_object and 'df2' not in dir()"
+            )
+            kernel.run("%%agent --wait\nWhat now?")
+            again = kernel.text("%agent rewind 5")
+        finally:
+            kernel.close()
+        last = llm.requests[-1]
+    assert user_texts(last)[:-1] == ["Hello there."]  # the rewound question is gone
+    assert "Clean df" not in str(last.messages) and "Cleaned." not in str(last.messages)
+    assert "there is no turn 5" in again
+    entries = audit(db)
+    assert any(isinstance(e.record, ToolCallRecord) for e in entries)  # the audit log keeps every message
+    rewound = [e for e in entries if isinstance(e.record, ErrorRecord) and e.record.code == REWOUND_CODE]
+    assert len(rewound) == 1 and "names removed: df2" in rewound[0].record.message
+    kept = sql(db, "SELECT count(*) FROM working_memory WHERE turn_id = ?", (rewound[0].turn_id,))
+    assert kept == [(0,)]
+
+
+def test_an_over_budget_change_is_named_on_the_card_and_the_rewind_says_so(tmp_path: Path) -> None:
+    code = "big[0] = 1.0\nsmall.append(4)"
+    with FakeLLMServer() as llm:
+        llm.push(Reply.tool_calls([{"name": "run_code", "args": {"code": code}}]), Reply.text("Changed."))
+        env = kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "b.db"), AGENTIK_REWIND_BUDGET="1")
+        kernel = RawKernel(env, tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            kernel.text("import numpy as np\nbig = np.zeros(512 * 1024)\nsmall = [1, 2, 3]")  # big: 4 MB
+            assert kernel.execute("%%agent\nChange them.").ok
+            approve = _button(kernel, "Approve")
+            cards = [
+                str(m["content"]["data"].get("state", {}).get("value", ""))
+                for m in kernel.iopub
+                if m["msg_type"] == "comm_open" and "Rewind can" in str(m["content"]["data"].get("state", {}))
+            ]
+            assert cards and "changes `big` (4.0 MB) in place" in cards[-1]
+            assert kernel.value("big[0]") == 0.0  # named before Run: nothing ran yet
+            kernel.click(approve)
+            s = "__import__('agentik_jupyter').current_session()"
+            kernel.wait_until(f"not {s}.busy and small == [1, 2, 3, 4]", timeout=30)
+            done = kernel.text("%agent rewind")
+            assert kernel.value("small") == [1, 2, 3] and kernel.value("big[0]") == 1.0
+        finally:
+            kernel.close()
+    assert "could not restore: changes `big` (4.0 MB) in place" in done
