@@ -17,6 +17,7 @@ from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.tools.registry import ToolRegistry
 
+from .checkpoints import checkpoints
 from .engines import ENGINE_BENCHMARKS
 from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
 from .paced_turns import paced_turns
@@ -162,5 +163,6 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "persisted_vs_temporary_turn": persisted_vs_temporary_turn,
     "describe_big_vs_small_frame": describe_big_vs_small_frame,
     "widget_bytes_per_answer": widget_bytes_per_answer,
+    "checkpoints": checkpoints,
     **ENGINE_BENCHMARKS,
 }

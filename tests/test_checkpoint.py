@@ -81,4 +81,4 @@ def test_old_turns_are_released_and_say_so() -> None:
     assert cp.find("t0").released == f"older than the newest {KEEP_TURNS} turns"
     assert cp.find("t1").released is None
     done = cp.restore(["t0"], preview=True)
-    assert done.not_restored and "older than the newest" in done.not_restored[0]
+    assert done.not_restored and "can no longer be rewound" in done.not_restored[0]

@@ -319,7 +319,10 @@ class Checkpoints:
             if turn is None:
                 continue
             if turn.released is not None:
-                result.not_restored.append(f"the variables this turn changed: its checkpoint was {turn.released}")
+                result.not_restored.append(
+                    f"the variables this turn changed can no longer be rewound (its checkpoint was released: "
+                    f"{turn.released})"
+                )
                 continue
             result.not_restored.extend(why for name, why in turn.lost.items() if name not in held)
             result.not_restored.extend(turn.outside)
