@@ -13,7 +13,18 @@ from agentik_jupyter.persistence import REWOUND_CODE
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ErrorRecord, ToolCallRecord
 
-from .kernel_support import NotebookKernel, RawKernel, audit, kernel_env, sql, transcript, user_texts
+from .kernel_support import (
+    AGENT_EXPR,
+    NotebookKernel,
+    RawKernel,
+    audit,
+    kernel_env,
+    sql,
+    transcript,
+    user_texts,
+    wait_for,
+)
+from .test_subshell import create_subshell, send_on_subshell
 from .test_tool_default_policy import _button
 
 pytestmark = pytest.mark.timeout(180)
@@ -106,3 +117,55 @@ def test_an_over_budget_change_is_named_on_the_card_and_the_rewind_says_so(tmp_p
         finally:
             kernel.close()
     assert "could not restore: changes `big` (4.0 MB) in place" in done
+
+
+def test_the_panel_rewind_button_previews_asks_and_rewinds(tmp_path: Path) -> None:
+    s = f"{AGENT_EXPR}.session"
+    with FakeLLMServer() as llm:
+        llm.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "x = 2\nitems.append(3)"}}]), Reply.text("Done.")
+        )
+        env = kernel_env(llm, AGENTIK_APPROVE="auto", AGENTIK_DB_PATH=str(tmp_path / "p.db"))
+        kernel = RawKernel(env, tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            kernel.text("x = 1\nitems = [1, 2]")
+            assert kernel.execute("%%agent --wait\nChange x.").ok
+            assert kernel.value("(x, items)") == [2, [1, 2, 3]]
+            assert kernel.execute("%agent panel").ok
+            kernel.drain(0.3)
+            subshell = create_subshell(kernel)
+            click = {"method": "custom", "content": {"event": "click"}}
+            send_on_subshell(kernel, subshell, button(kernel, "Rewind"), click)
+            wait_for(
+                lambda: kernel.drain(0.05) or html_updates(kernel, "Rewind would take back turn 1"), 10, "the preview"
+            )
+            assert kernel.value("(x, items)") == [2, [1, 2, 3]]  # asked, not done
+            send_on_subshell(kernel, subshell, button(kernel, "Rewind now"), click)
+            kernel.wait_until("x == 1 and items == [1, 2]", timeout=10)
+            wait_for(lambda: kernel.drain(0.05) or html_updates(kernel, "Rewound turn 1"), 10, "the outcome")
+            assert kernel.value(f"[m.error for m in {s}.chat_store.messages if m.error][-1]").startswith(
+                "Rewound turn 1"
+            )  # the transcript shows the turn as rewound
+        finally:
+            kernel.close()
+
+
+def html_updates(kernel: RawKernel, text: str) -> bool:
+    """Some widget's value was set (opened or updated) to a text containing `text`."""
+    return any(
+        m["msg_type"] in ("comm_open", "comm_msg")
+        and text in str(m["content"]["data"].get("state", {}).get("value", ""))
+        for m in kernel.iopub
+    )
+
+
+def button(kernel: RawKernel, description: str) -> str:
+    """The comm id of the button whose description is exactly `description`."""
+    found = [
+        m["content"]["comm_id"]
+        for m in kernel.comm_opens("ButtonModel")
+        if m["content"]["data"].get("state", {}).get("description") == description
+    ]
+    assert found, f"no {description!r} button"
+    return str(found[-1])

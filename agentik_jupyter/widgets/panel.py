@@ -27,6 +27,7 @@ from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
+from agentik_jupyter.widgets.rewind_control import RewindControl
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
 from agentik_jupyter.widgets.status import ErrorBanner, StatusLine
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
@@ -93,13 +94,15 @@ class ChatPanel:
             description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES
         )
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
+        self.rewind = RewindControl(session)
         self.widget = VBox(
             children=(
                 self.title,
                 self.older_button,
                 self.scroller,
                 self.banner.widget,
-                HBox(children=(self.input, self.send_button, self.stop_button)),
+                HBox(children=(self.input, self.send_button, self.stop_button, self.rewind.button)),
+                self.rewind.widget,
                 self.suggestions.widget,
                 HBox(children=(self.status.widget, self.notice)),
             )
