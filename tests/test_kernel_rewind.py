@@ -24,6 +24,7 @@ from .kernel_support import (
     user_texts,
     wait_for,
 )
+from .test_notebook_edits import LIVE_CELLS, finish, next_request, reply, run_turn
 from .test_subshell import create_subshell, send_on_subshell
 from .test_tool_default_policy import _button
 
@@ -169,3 +170,31 @@ def button(kernel: RawKernel, description: str) -> str:
     ]
     assert found, f"no {description!r} button"
     return str(found[-1])
+
+
+def test_accept_and_run_of_a_cell_edit_is_checkpointed_too(tmp_path: Path) -> None:
+    new_source = "price = 3\nitems.append(9)"
+    with FakeLLMServer() as llm:
+        env = kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "e.db"), AGENTIK_APPROVAL_TIMEOUT="20")
+        kernel = RawKernel(env, tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            kernel.text("price = 1\nitems = [1]")
+            run_turn(
+                kernel,
+                llm,
+                {"name": "read_notebook", "args": {}},
+                {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": new_source}},
+            )
+            reply(kernel, next_request(kernel, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
+            edit = next_request(kernel, 1)
+            reply(kernel, edit, phase="shown")
+            assert kernel.execute(new_source).ok  # the page runs the accepted cell, as JupyterLab does
+            reply(kernel, edit, phase="result", status="accepted_and_run", ran_ok=True, outputs=[])
+            finish(kernel, llm, 3)
+            assert kernel.value("(price, items)") == [3, [1, 9]]
+            done = kernel.text("%agent rewind")
+            assert kernel.value("(price, items)") == [1, [1]]
+        finally:
+            kernel.close()
+    assert "names restored: items, price" in done
