@@ -198,3 +198,42 @@ def test_accept_and_run_of_a_cell_edit_is_checkpointed_too(tmp_path: Path) -> No
         finally:
             kernel.close()
     assert "names restored: items, price" in done
+
+
+def test_rewind_asks_the_page_to_revert_the_agents_cell_edit_and_remove_its_inserted_cell(tmp_path: Path) -> None:
+    with FakeLLMServer() as llm:
+        env = kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "c.db"), AGENTIK_APPROVAL_TIMEOUT="20")
+        kernel = RawKernel(env, tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            run_turn(
+                kernel,
+                llm,
+                {"name": "read_notebook", "args": {}},
+                {"name": "edit_cell", "args": {"cell_id": "c-load", "new_source": "price = 3"}},
+                {"name": "insert_cell", "args": {"source": "print(price)"}},
+            )
+            reply(kernel, next_request(kernel, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
+            edit = next_request(kernel, 1)
+            reply(kernel, edit, phase="shown")
+            reply(kernel, edit, phase="result", status="accepted")
+            insert = next_request(kernel, 2)
+            assert insert["data"]["action"] == "insert_cell"
+            reply(kernel, insert, phase="result", status="ok", cell_id="c-new")
+            finish(kernel, llm, 4)
+            preview = kernel.text("%agent rewind --preview")
+            assert "cells to revert: c-load" in preview and "inserted cells to remove: c-new" in preview
+            pending = kernel.submit("%agent rewind")
+            revert = next_request(kernel, 3)
+            assert revert["data"]["action"] == "revert_cells"
+            assert revert["data"]["changes"] == [  # newest first, each with what the agent left in the cell
+                {"kind": "insert", "cell_id": "c-new", "source": insert["data"]["source"]},
+                {"kind": "edit", "cell_id": "c-load", "old": LIVE_CELLS[0]["source"], "new": "price = 3"},
+            ]
+            results = [{"cell_id": "c-new", "outcome": "removed"}, {"cell_id": "c-load", "outcome": "changed"}]
+            reply(kernel, revert, phase="result", status="ok", results=results)
+            done = kernel.collect(pending).text
+        finally:
+            kernel.close()
+    assert "inserted cells removed: c-new" in done and "cells reverted: none" in done
+    assert "cells left as they are: cell c-load (changed since)" in done

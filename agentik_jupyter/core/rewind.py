@@ -30,6 +30,7 @@ class RewindPlan:
     turns: list[TurnRow]
     variables: Restored = field(default_factory=Restored)
     no_checkpoint: list[int] = field(default_factory=list)  # turns run before this kernel kept checkpoints
+    cell_lines: list[str] = field(default_factory=list)  # what happens to the cells (notebook/revert.py says)
 
     @property
     def first(self) -> int:
@@ -53,14 +54,11 @@ class RewindPlan:
             which = ", ".join(str(n) for n in self.no_checkpoint)
             missing.append(f"the variables of turn {which}: no checkpoint in this kernel (run before it started)")
         out.append(("could not restore: " if done else "cannot restore: ") + ("; ".join(missing) or "nothing"))
-        out.append(
-            "cells: the agent's cell edits and inserted cells are not reverted by rewind (undo them on the page)"
-        )
-        return out
+        return out + self.cell_lines
 
     def record(self) -> str:
-        """The audit log's rewound record: what the rewind did."""
-        return " ".join(self.lines(done=True)[:-1])
+        """The audit log's rewound record: what the rewind did to the variables and the conversation."""
+        return " ".join(self.lines(done=True)[:5])
 
 
 def _short(text: str, limit: int = 50) -> str:

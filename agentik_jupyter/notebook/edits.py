@@ -123,6 +123,7 @@ async def propose_change(
     after_run: AfterRun | None = None,
     *,
     checkpoint: Checkpoint | None = None,
+    on_applied: Callable[[dict[str, str]], None] | None = None,
 ) -> ToolOutput:
     """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome.
 
@@ -166,6 +167,8 @@ async def propose_change(
     status = str(reply.get("status"))
     if status == "accepted_and_run" and staged is not None:
         staged.commit()  # the page ran it: %agent rewind can take it back
+    if status in ("accepted", "accepted_and_run") and new_source is not None and on_applied is not None:
+        on_applied({"kind": "edit", "cell_id": cell_id, "old": old, "new": new})  # rewind puts `old` back
     if status == "accepted_and_run" and not reply.get("queued"):
         ledger.sources[cell_id] = new
         text, failed = _ran(cell_id, reply)

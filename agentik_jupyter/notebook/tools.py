@@ -92,6 +92,7 @@ def make_notebook_tools(
     approve: Approve | None = None,
     registry: ToolRegistry | None = None,
     checkpoint: Checkpoint | None = None,
+    on_applied: Callable[[dict[str, str]], None] | None = None,
 ) -> list[ToolDefinition]:
     """The notebook tools; `approve` asks the user (the kernel's approval gate) for the fix loop's re-runs,
     under run_cells' policy as `registry` holds it now (`%agent policy run_cells auto` is respected)."""
@@ -167,7 +168,13 @@ def make_notebook_tools(
             new_source: the cell's complete new source
         """
         return await propose_change(
-            ledger, cell_id, new_source, _decision_timeout(), rerun_dependents, checkpoint=checkpoint
+            ledger,
+            cell_id,
+            new_source,
+            _decision_timeout(),
+            rerun_dependents,
+            checkpoint=checkpoint,
+            on_applied=on_applied,
         )
 
     async def delete_cell(cell_id: str) -> ToolOutput:
@@ -205,6 +212,7 @@ def register_notebook_tools(
     registry: ToolRegistry, shell: Any, notebook_path: NotebookPath, approve: Approve | None = None
 ) -> None:
     """Add insert_cell and the notebook tools, keeping a policy the user changed and a user tool of the same name."""
-    checkpoint = checkpoints_for(shell).stage  # "Accept and run" is checkpointed like run_code
-    for definition in [insert_cell_tool(shell), *make_notebook_tools(notebook_path, approve, registry, checkpoint)]:
+    checkpoints = checkpoints_for(shell)  # "Accept and run" is checkpointed like run_code; edits are noted
+    tools = make_notebook_tools(notebook_path, approve, registry, checkpoints.stage, checkpoints.note_cell)
+    for definition in [insert_cell_tool(shell), *tools]:
         add_builtin(registry, definition)

@@ -133,6 +133,7 @@ class TurnCheckpoint:
     cost: int = 0  # bytes of the snapshots taken
     runs: int = 0  # code runs checkpointed
     released: str | None = None  # why the checkpoint was let go (it can no longer be rewound)
+    cells: list[dict[str, str]] = field(default_factory=list)  # the agent's cell edits and inserts, in order
 
     def release(self, why: str) -> None:
         self.saved.clear()
@@ -201,6 +202,17 @@ class Checkpoints:
         for old in kept[:-KEEP_TURNS]:
             old.release(f"older than the newest {KEEP_TURNS} turns")
         return turn
+
+    def note_cell(self, change: dict[str, str]) -> None:
+        """Remember a change the agent made to the notebook in this turn: `{"kind": "edit", "cell_id",
+        "old", "new"}` or `{"kind": "insert", "cell_id", "source"}` (rewind reverts it on the page)."""
+        if self.current is not None:
+            self.current.cells.append(dict(change))
+
+    def cell_changes(self, turn_ids: list[str]) -> list[dict[str, str]]:
+        """The turns' cell changes, newest first: the order to undo them in."""
+        changes = [c for turn_id in turn_ids if (t := self.find(turn_id)) is not None for c in t.cells]
+        return changes[::-1]
 
     def find(self, turn_id: str) -> TurnCheckpoint | None:
         return next((t for t in self.turns if t.turn_id == turn_id), None)

@@ -8,7 +8,9 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout, VBox
 
 from agentik_jupyter.core.mainloop import main_thread_callback
-from agentik_jupyter.core.rewind import RewindError, RewindPlan, apply_rewind, plan_rewind
+from agentik_jupyter.core.rewind import RewindError, RewindPlan
+from agentik_jupyter.notebook.revert import plan as plan_rewind
+from agentik_jupyter.notebook.revert import rewind as apply_rewind
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.shared import PLAIN_CLASSES, REJECT_CLASSES

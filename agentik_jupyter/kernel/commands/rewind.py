@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentik_jupyter.core.rewind import RewindError, apply_rewind, plan_rewind
+from agentik_jupyter.core.rewind import RewindError
+from agentik_jupyter.notebook.revert import plan, rewind
 
 USAGE = "Usage: %agent rewind [N] [--preview]  (N: back to before turn N; --preview only shows what it would do)"
 
@@ -21,12 +22,12 @@ async def rewind_command(agent: Any, args: list[str]) -> None:
     session = agent.session_for()
     await agent.prepare(session)
     try:
-        plan = await plan_rewind(session, number)
+        found = await plan(session, number)
         if not preview:
-            plan = await apply_rewind(session, plan)
+            found = await rewind(session, found)
     except RewindError as exc:
         print(f"agentik: not rewound: {exc}")
         return
-    print("\n".join(plan.lines(done=not preview)))
+    print("\n".join(found.lines(done=not preview)))
     if preview:
         print("Nothing changed yet: %agent rewind" + (f" {number}" if number else "") + " does it.")
