@@ -1,0 +1,92 @@
+"""`%agent rewind` takes back the agent's cell edit and inserted cell, in JupyterLab and Notebook 7.
+
+Headless Debian Chromium + the fake LLM: a turn reads the notebook, proposes an edit to a cell
+(the user accepts it on the cell) and inserts a cell below the asking one; a `%agent rewind`
+cell then puts the edited cell's source back, removes the inserted cell and says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .browser_apps import APPS, is_notebook7, shot, url_path
+from .test_browser import Lab, notebook_page  # noqa: E402  (skips the module when chromium is missing)
+from .test_browser_notebook import PROPOSAL, run_cell, source
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
+
+NOTEBOOK = "rewind_demo.ipynb"
+CELL_LOAD, CELL_DATA, CELL_ASK, CELL_REWIND = range(4)
+SOURCES = ["%load_ext agentik_jupyter", "rate = 1", "%%agent\nChange my notebook.", "%agent rewind"]
+EDITED = "rate = 2  # from the agent"
+INSERTED = "print('RATE', rate)"
+
+
+@pytest.fixture(scope="module", params=APPS)
+def app_page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    app = str(request.param)
+    with notebook_page(
+        tmp_path_factory,
+        NOTEBOOK,
+        SOURCES,
+        artifact=f"{app}-rewind",
+        url_path=url_path(app, NOTEBOOK),
+        reset=app == "jupyterlab",
+    ) as lab:
+        lab.app = app  # type: ignore[attr-defined]
+        assert is_notebook7(lab) == (app == "notebook7")
+        yield lab
+
+
+def responder(request: Any) -> Reply:
+    """The model: read the notebook, edit the `rate` cell, insert a cell, then answer."""
+    last = request.messages[-1]
+    if last.get("role") == "user":
+        return Reply.tool_calls([{"name": "read_notebook", "args": {}}])
+    told = str(last.get("content", ""))
+    if "id=" in told and "In [" in told:
+        cell_id = re.findall(r"id=(\S+) code", told)[CELL_DATA]
+        return Reply.tool_calls([{"name": "edit_cell", "args": {"cell_id": cell_id, "new_source": EDITED}}])
+    if "accepted the edit" in told:
+        return Reply.tool_calls([{"name": "insert_cell", "args": {"source": INSERTED}}])
+    return Reply.text("Edited and inserted. END-TURN")
+
+
+def test_rewind_reverts_the_edit_and_removes_the_inserted_cell(app_page: Lab) -> None:
+    lab = app_page
+    lab.srv.set_responder(responder)
+    run_cell(lab, CELL_LOAD)
+    lab.console.clear()  # Notebook 7.6 logs an error of its own while the page loads; only ours count
+    run_cell(lab, CELL_DATA)
+    run_cell(lab, CELL_ASK)
+    diff = lab.cell(CELL_DATA).locator(PROPOSAL)
+    lab.wait(lambda: diff.count() == 1 and diff.is_visible(), 40, "the diff on the cell")
+    diff.get_by_role("button", name="Accept", exact=True).click()
+    lab.wait(lambda: "END-TURN" in lab.text(lab.output(CELL_ASK)), 40, "the turn to end")
+    cells = lab.page.locator(".jp-Notebook .jp-Cell")
+    lab.wait(lambda: cells.count() == len(SOURCES) + 1, 10, "the inserted cell")
+    assert source(lab, CELL_DATA) == EDITED
+    assert source(lab, CELL_ASK + 1) == f"{PROPOSAL_LINE}\n{INSERTED}"
+    shot(lab, "rewind_before.png")
+
+    # Run the `%agent rewind` cell (the inserted cell sits above it, until the rewind removes it)
+    lab.cell(CELL_REWIND + 1).locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Control+Enter")  # run in place: no new cell below the last one
+    lab.wait(lambda: cells.count() == len(SOURCES), 20, "the inserted cell removed")
+    assert PROPOSAL_LINE not in lab.text(lab.page.locator(".jp-Notebook"))
+    lab.wait(lambda: source(lab, CELL_DATA) == "rate = 1", 10, "the edit reverted")
+    output = lab.output(CELL_REWIND)
+    lab.wait(lambda: "Rewound turn 1" in lab.text(output), 20, "the rewind's printout")
+    printed = lab.text(output)
+    assert re.search(r"cells reverted: \S+", printed) and "cells reverted: none" not in printed
+    assert re.search(r"inserted cells removed: \S+", printed) and "inserted cells removed: none" not in printed
+    assert "turns dropped from the conversation: 1: 'Change my notebook.'" in printed
+    shot(lab, "rewind_after.png", at=lab.output(CELL_REWIND))
+    assert not [line for line in lab.console if line.startswith("pageerror")], lab.console
