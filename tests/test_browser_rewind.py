@@ -1,8 +1,10 @@
-"""`%agent rewind` takes back the agent's cell edit and inserted cell, in JupyterLab and Notebook 7.
+"""`%agent rewind` and the panel's Rewind button, in JupyterLab and Notebook 7.
 
 Headless Debian Chromium + the fake LLM: a turn reads the notebook, proposes an edit to a cell
 (the user accepts it on the cell) and inserts a cell below the asking one; a `%agent rewind`
-cell then puts the edited cell's source back, removes the inserted cell and says so.
+cell then puts the edited cell's source back, removes the inserted cell and says so. Then a panel
+turn runs approved code, and the panel's Rewind button shows the preview, asks, and rewinds.
+Steps run in file order on one server, kernel and page per app.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from agentik_jupyter.notebook.cells import PROPOSAL_LINE  # noqa: E402
 from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "rewind_demo.ipynb"
-CELL_LOAD, CELL_DATA, CELL_ASK, CELL_REWIND = range(4)
-SOURCES = ["%load_ext agentik_jupyter", "rate = 1", "%%agent\nChange my notebook.", "%agent rewind"]
+CELL_LOAD, CELL_DATA, CELL_ASK, CELL_REWIND, CELL_PANEL = range(5)
+SOURCES = ["%load_ext agentik_jupyter", "rate = 1", "%%agent\nChange my notebook.", "%agent rewind", "%agent panel"]
 EDITED = "rate = 2  # from the agent"
 INSERTED = "print('RATE', rate)"
+REWIND, REWIND_NOW = re.compile(r"^\W*Rewind$"), re.compile(r"^\W*Rewind now$")  # (after the icon's glyph)
 
 
 @pytest.fixture(scope="module", params=APPS)
@@ -89,4 +92,35 @@ def test_rewind_reverts_the_edit_and_removes_the_inserted_cell(app_page: Lab) ->
     assert re.search(r"inserted cells removed: \S+", printed) and "inserted cells removed: none" not in printed
     assert "turns dropped from the conversation: 1: 'Change my notebook.'" in printed
     shot(lab, "rewind_after.png", at=lab.output(CELL_REWIND))
+    assert not [line for line in lab.console if line.startswith("pageerror")], lab.console
+
+
+def test_the_panel_rewind_button_previews_asks_and_rewinds(app_page: Lab) -> None:
+    lab = app_page
+    lab.srv.set_responder(None)
+    lab.srv.push(
+        Reply.tool_calls([{"name": "run_code", "args": {"code": "rate = 5\nprint('RATE', rate)"}}]),
+        Reply.text("Set the rate. END-PANEL"),
+    )
+    run_cell(lab, CELL_PANEL)
+    panel = lab.output(CELL_PANEL)
+    box = panel.get_by_placeholder("Ask the agent")
+    box.wait_for(timeout=20_000)
+    box.fill("Set the rate to 5.")
+    panel.get_by_role("button", name="Send").click()
+    approve = panel.get_by_role("button", name="Approve")
+    approve.wait_for(state="visible", timeout=30_000)
+    approve.click()
+    lab.wait(lambda: "END-PANEL" in lab.text(panel), 30, "the panel turn to end")
+    lab.wait(lambda: panel.get_by_role("button", name="Stop").is_disabled(), 15, "the panel to be idle")
+
+    panel.get_by_role("button", name=REWIND).click()
+    lab.wait(lambda: "Rewind would take back turn 2" in lab.text(panel), 20, "the preview")
+    preview = lab.text(panel)
+    assert "names restored: rate" in preview and "Set the rate to 5." in preview
+    shot(lab, "rewind_panel_preview.png", at=panel.get_by_role("button", name=REWIND_NOW))
+    panel.get_by_role("button", name=REWIND_NOW).click()
+    lab.wait(lambda: "Rewound turn 2" in lab.text(panel), 20, "the rewind's outcome")
+    assert "names restored: rate" in lab.text(panel)
+    shot(lab, "rewind_panel_done.png", at=panel.get_by_role("button", name=REWIND))
     assert not [line for line in lab.console if line.startswith("pageerror")], lab.console

@@ -16,6 +16,7 @@ from agentik_jupyter.persistence import TurnRow
 from agentik_jupyter.tools.checkpoint import Restored
 
 NOTHING = "Nothing to rewind: this session has no turn yet."
+REWOUND_PREFIX = "Rewound turn"  # how a rewound record begins (the panel shows it as a mark, not an error)
 
 
 class RewindError(ValueError):
@@ -58,7 +59,8 @@ class RewindPlan:
 
     def record(self) -> str:
         """The audit log's rewound record: what the rewind did to the variables and the conversation."""
-        return " ".join(self.lines(done=True)[:5])
+        head, *rest = self.lines(done=True)[:5]
+        return f"{head} " + "; ".join(rest)
 
 
 def _short(text: str, limit: int = 50) -> str:

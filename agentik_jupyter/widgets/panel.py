@@ -16,6 +16,7 @@ from typing import Any
 from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
 from agentik_jupyter.core.mainloop import main_thread_callback
+from agentik_jupyter.core.rewind import REWOUND_PREFIX
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.notebook.cells import CellAnchor, anchored
@@ -233,6 +234,8 @@ class ChatPanel:
         elif m.role == "assistant":
             if m.error == INTERRUPTED_MESSAGE:
                 out.append(HTML(value=STOPPED_HTML))
+            elif m.error is not None and m.error.startswith(REWOUND_PREFIX):
+                out.append(HTML(value=f'<div class="agentik-rewound">↶ {escape(m.error)}</div>'))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.content:
