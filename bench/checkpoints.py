@@ -134,7 +134,7 @@ def _release() -> dict[str, Any]:
         for turn in range(5):
             arrays.begin_turn(f"a{turn}", None, turn)
             arrays.before_run("arr[0] = 1")
-        held = sum(t.cost for t in arrays.turns if t.released is None)
+        held = sum(t.cost + t.held for t in arrays.turns if t.released is None)
         over_budget = max(0, held - 10 * 1024 * 1024)
         budget_said = arrays.restore(["a0"], preview=True).not_restored
     finally:

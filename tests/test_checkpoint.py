@@ -82,3 +82,15 @@ def test_old_turns_are_released_and_say_so() -> None:
     assert cp.find("t1").released is None
     done = cp.restore(["t0"], preview=True)
     assert done.not_restored and "can no longer be rewound" in done.not_restored[0]
+
+
+def test_old_objects_kept_for_rebound_names_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTIK_REWIND_BUDGET", "10")
+    ns: dict = {"arr": np.zeros(4 * 1024 * 1024 // 8)}  # 4 MB
+    cp = Checkpoints(ns)
+    for i in range(4):
+        cp.begin_turn(f"t{i}", None, i)
+        cp.before_run("arr = arr + 1")  # each turn keeps the 4 MB array it replaced
+        ns["arr"] = ns["arr"] + 1
+    assert [t.released is None for t in cp.turns] == [False, False, True, True]
+    assert "past the rewind budget" in (cp.find("t0").released or "")

@@ -131,6 +131,7 @@ class TurnCheckpoint:
     lost: dict[str, str] = field(default_factory=dict)  # name -> why it cannot be restored
     outside: list[str] = field(default_factory=list)  # effects outside the kernel
     cost: int = 0  # bytes of the snapshots taken
+    held: int = 0  # bytes of the old objects kept for rebound names (alive only because of the checkpoint)
     runs: int = 0  # code runs checkpointed
     released: str | None = None  # why the checkpoint was let go (it can no longer be rewound)
     cells: list[dict[str, str]] = field(default_factory=list)  # the agent's cell edits and inserts, in order
@@ -138,7 +139,7 @@ class TurnCheckpoint:
     def release(self, why: str) -> None:
         self.saved.clear()
         self.snapshots.clear()
-        self.cost = 0
+        self.cost = self.held = 0
         self.released = why
 
 
@@ -163,6 +164,7 @@ class Staged:
     saved: dict[str, Any] = field(default_factory=dict)
     snapshots: set[str] = field(default_factory=set)
     cost: int = 0
+    held: int = 0
 
     def commit(self) -> None:
         turn = self.turn
@@ -178,6 +180,7 @@ class Staged:
                 turn.lost.setdefault(name, why)
         turn.outside.extend(note for note in self.outside if note not in turn.outside)
         turn.cost += self.cost
+        turn.held += self.held
         turn.runs += 1
         self.owner._within_budget()
 
@@ -266,7 +269,9 @@ class Checkpoints:
                 except Exception as exc:
                     staged.lost[name] = f"`{name}` could not be copied ({type(exc).__name__})"
             if name in effects.bound:
-                staged.saved[name] = ns.get(name, _ABSENT)
+                old = staged.saved[name] = ns.get(name, _ABSENT)
+                if old is not _ABSENT and not isinstance(old, (int, float, bool, type(None))):
+                    staged.held += size_of(old)
         return staged
 
     def _plan(self, effects: Effects, turn: TurnCheckpoint | None) -> tuple[dict[str, int], dict[str, str]]:
@@ -291,14 +296,15 @@ class Checkpoints:
         return to_snapshot, lost
 
     def _within_budget(self) -> None:
-        """Release the oldest turns' snapshots while all of them together pass the budget."""
+        """Release the oldest turns' checkpoints while all of them together (snapshots, and the old objects
+        kept alive for rebound names) pass the budget."""
         budget = budget_bytes()
         kept = [t for t in self.turns if t.released is None]
-        total = sum(t.cost for t in kept)
+        total = sum(t.cost + t.held for t in kept)  # the newest turn keeps its checkpoint whatever its size
         for old in kept[:-1]:
             if total <= budget:
                 break
-            total -= old.cost
+            total -= old.cost + old.held
             old.release(f"past the rewind budget ({human_size(budget)})")
 
     # ---- rewinding ----
