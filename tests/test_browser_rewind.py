@@ -1,8 +1,9 @@
 """`%agent rewind` and the panel's Rewind button, in JupyterLab and Notebook 7.
 
 Headless Debian Chromium + the fake LLM: a turn reads the notebook, proposes an edit to a cell
-(the user accepts it on the cell) and inserts a cell below the asking one; a `%agent rewind`
-cell then puts the edited cell's source back, removes the inserted cell and says so. Then a panel
+(the user accepts it on the cell, then changes it) and inserts a cell below the asking one; a
+`%agent rewind` cell then removes the inserted cell, proposes putting the changed cell's source
+back (the user accepts) and says so. Then a panel
 turn runs approved code, and the panel's Rewind button shows the preview, asks, and rewinds.
 Steps run in file order on one server, kernel and page per app.
 """
@@ -28,6 +29,7 @@ NOTEBOOK = "rewind_demo.ipynb"
 CELL_LOAD, CELL_DATA, CELL_ASK, CELL_REWIND, CELL_PANEL = range(5)
 SOURCES = ["%load_ext agentik_jupyter", "rate = 1", "%%agent\nChange my notebook.", "%agent rewind", "%agent panel"]
 EDITED = "rate = 2  # from the agent"
+MINE = "rate = 3  # mine"
 INSERTED = "print('RATE', rate)"
 REWIND, REWIND_NOW = re.compile(r"^\W*Rewind$"), re.compile(r"^\W*Rewind now$")  # (after the icon's glyph)
 
@@ -78,12 +80,24 @@ def test_rewind_reverts_the_edit_and_removes_the_inserted_cell(app_page: Lab) ->
     assert source(lab, CELL_DATA) == EDITED
     assert source(lab, CELL_ASK + 1) == f"{PROPOSAL_LINE}\n{INSERTED}"
     shot(lab, "rewind_before.png")
+    lab.cell(CELL_DATA).locator(".cm-content").click()  # the user changes the agent's edit
+    lab.page.keyboard.press("Control+A")
+    lab.page.keyboard.type(MINE)
+    lab.page.keyboard.press("Escape")
 
     # Run the `%agent rewind` cell (the inserted cell sits above it, until the rewind removes it)
     lab.cell(CELL_REWIND + 1).locator(".jp-InputArea-prompt").click()
     lab.page.keyboard.press("Control+Enter")  # run in place: no new cell below the last one
     lab.wait(lambda: cells.count() == len(SOURCES), 20, "the inserted cell removed")
     assert PROPOSAL_LINE not in lab.text(lab.page.locator(".jp-Notebook"))
+    # the cell the user changed is not reverted silently: the revert is proposed on it
+    diff = lab.cell(CELL_DATA).locator(PROPOSAL)
+    lab.wait(lambda: diff.count() == 1 and diff.is_visible(), 20, "the revert proposed on the changed cell")
+    assert "- " + MINE in lab.text(diff) and "+ rate = 1" in lab.text(diff)
+    assert "Rewind: put this cell back as it was before the agent's turn?" in lab.text(diff)
+    assert source(lab, CELL_DATA) == MINE
+    shot(lab, "rewind_asks.png", at=diff)
+    diff.get_by_role("button", name="Accept", exact=True).click()
     lab.wait(lambda: source(lab, CELL_DATA) == "rate = 1", 10, "the edit reverted")
     output = lab.output(CELL_REWIND)
     lab.wait(lambda: "Rewound turn 1" in lab.text(output), 20, "the rewind's printout")

@@ -232,8 +232,19 @@ def test_rewind_asks_the_page_to_revert_the_agents_cell_edit_and_remove_its_inse
             ]
             results = [{"cell_id": "c-new", "outcome": "removed"}, {"cell_id": "c-load", "outcome": "changed"}]
             reply(kernel, revert, phase="result", status="ok", results=results)
+            # the user changed c-load since: the revert is proposed on it as a diff, not done silently
+            read = next_request(kernel, 4)
+            assert read["data"]["action"] == "read"
+            mine = [{**LIVE_CELLS[0], "source": "price = 4  # mine"}, LIVE_CELLS[1]]
+            reply(kernel, read, phase="result", status="ok", path="a.ipynb", cells=mine)
+            ask = next_request(kernel, 5)
+            assert ask["data"]["action"] == "edit_cell" and ask["data"]["cell_id"] == "c-load"
+            assert ask["data"]["expected_source"] == "price = 4  # mine"
+            assert ask["data"]["new_source"] == LIVE_CELLS[0]["source"]  # the cell before the turn
+            reply(kernel, ask, phase="shown")
+            reply(kernel, ask, phase="result", status="rejected")
             done = kernel.collect(pending).text
         finally:
             kernel.close()
     assert "inserted cells removed: c-new" in done and "cells reverted: none" in done
-    assert "cells left as they are: cell c-load (changed since)" in done
+    assert "cells left as they are: cell c-load (you kept your changes)" in done

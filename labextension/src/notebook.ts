@@ -48,6 +48,7 @@ interface IRequest {
   after_cell_id?: string | null;
   cell_ids?: string[];
   changes?: IChange[];
+  title?: string;
 }
 
 type Reply = Record<string, unknown>;
@@ -203,9 +204,12 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
   const deleting = request.action === 'delete_cell';
   const before = shared.getSource();
   const after = deleting ? '' : request.new_source ?? '';
-  const title = deleting
-    ? `The agent proposes deleting this cell (${linesText(before)})`
-    : `The agent proposes this change (${linesText(before)} → ${linesText(after)})`;
+  const sizes = deleting ? `(${linesText(before)})` : `(${linesText(before)} → ${linesText(after)})`;
+  const title = request.title
+    ? `${request.title} ${sizes}`
+    : deleting
+      ? `The agent proposes deleting this cell ${sizes}`
+      : `The agent proposes this change ${sizes}`;
   const diff = lineDiff(before, after);
   let decided = false;
   const widget = new ProposalWidget(
