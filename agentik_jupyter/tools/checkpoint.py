@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 BUDGET_ENV = "AGENTIK_REWIND_BUDGET"
 DEFAULT_BUDGET_MB = 512.0
 KEEP_TURNS = 20
+KEEP_RECORDS = 500  # turns remembered at all (released ones say so when asked to rewind)
 MB = 1024 * 1024
 _ABSENT = object()  # the name did not exist before the turn: rewinding removes it
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
@@ -204,6 +205,7 @@ class Checkpoints:
         kept = [t for t in self.turns if t.released is None]
         for old in kept[:-KEEP_TURNS]:
             old.release(f"older than the newest {KEEP_TURNS} turns")
+        del self.turns[:-KEEP_RECORDS]  # a released turn is a few names; the oldest go altogether
         return turn
 
     def note_cell(self, change: dict[str, str]) -> None:
