@@ -1,4 +1,4 @@
-"""The bounds issues #14, #22 and #28 set, checked against the figures of one `make bench` run."""
+"""The bounds the issues set, checked against the figures of one `make bench` run."""
 
 from __future__ import annotations
 
@@ -52,6 +52,12 @@ BOUNDS: list[tuple[str, float, str]] = [
     ("describe_200m_duckdb.over_budget_s", 1.0, "DuckDB: seconds past the budget"),
     ("describe_200m_polars.over_budget_s", 1.0, "Polars: seconds past the budget"),
     ("describe_200m_spark.over_budget_s", 1.0, "Spark: seconds past the budget"),
+    ("checkpoints.before_run_ms", 5.0, "rewind's checkpoint before a run_code, namespace of 1,000 names (ms)"),
+    ("checkpoints.big_frame.rss_added_mb", 50, "RSS a turn changing a 2 GB DataFrame in place adds (MB)"),
+    ("checkpoints.big_frame.mismatches", 0, "the rewound 2 GB frame differs from the frame before the turn"),
+    ("checkpoints.release.kept_turns", 20, "checkpoints kept after 25 turns (the newest 20)"),
+    ("checkpoints.release.bytes_over_budget", 0, "snapshot bytes kept past AGENTIK_REWIND_BUDGET"),
+    ("checkpoints.release.released_silent", 0, "released turns that do not say they can no longer be rewound"),
     (
         "describe_dask_timeseries.rss_settled_mb",
         300,

@@ -17,6 +17,7 @@ from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.tools.registry import ToolRegistry
 
+from .checkpoints import checkpoints
 from .engines import ENGINE_BENCHMARKS
 from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
 from .long_session import long_session
@@ -164,5 +165,6 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "describe_big_vs_small_frame": describe_big_vs_small_frame,
     "widget_bytes_per_answer": widget_bytes_per_answer,
     "long_session": long_session,
+    "checkpoints": checkpoints,
     **ENGINE_BENCHMARKS,
 }

@@ -33,6 +33,7 @@ from agentik_jupyter.persistence import (
 )
 from agentik_jupyter.persistence.budget import first_turn_to_keep, message_tokens
 from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.tools.checkpoint import Checkpoints
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
 from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, Usage, UserMessage, add_usage, new_id
 
@@ -80,6 +81,7 @@ class Session(LongSession):
         self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
         self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
+        self.checkpoints: Checkpoints | None = None  # the kernel's namespace checkpoints, one per turn
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
         self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
@@ -382,6 +384,8 @@ class Session(LongSession):
         self._last_context = context
         if context is not None:  # one key per session: OpenAI routes it to the same warm cache
             context = context.model_copy(update={"session_key": f"agentik-{self.conversation_id or self._key}"})
+        if self.checkpoints is not None and self._turn_id is not None:
+            self.checkpoints.begin_turn(self._turn_id, self.conversation_id, len(history))
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))

@@ -21,7 +21,8 @@ from agentik_jupyter.notebook.instructions import finder_for
 from agentik_jupyter.notebook.mentions import expand_mentions, suggest_names
 from agentik_jupyter.notebook.tools import register_notebook_tools
 from agentik_jupyter.persistence import AsyncSessionDB, ConversationInfo, DBLocation, locate_db
-from agentik_jupyter.tools.approval import ApprovalGate
+from agentik_jupyter.tools.approval import CODE_TOOL, ApprovalGate
+from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.tools.context import register_context_tools, variables_of
 from agentik_jupyter.tools.registry import ToolRegistry, default_registry
 from agentik_jupyter.types import AgentContext
@@ -54,6 +55,7 @@ class KernelAgent:
         self.gate = ApprovalGate(present=self._present_approval, scope=self._conversation_scope)
         self.mcp: MCPManager | None = None  # made on first use (kernel/mcp_servers.py)
         self.trust_cards_shown: set[str] = set()  # the MCP files (by sha256) whose trust card was shown
+        self.gate.notes_for = self._cannot_undo
         self._needs_resume = False
         self._saved: Session | None = None  # the saved session while `--temp` turns run
         loop = mainloop.capture()
@@ -68,6 +70,11 @@ class KernelAgent:
         if session is None:
             return ""
         return session.conversation_id or f"temporary-{id(session)}"
+
+    def _cannot_undo(self, call: Any) -> list[str]:
+        """What a rewind could not take back if this run_code ran: said on the approval card."""
+        code = call.args.get("code") if call.name == CODE_TOOL else None
+        return checkpoints_for(self.shell).cannot_undo(code) if isinstance(code, str) else []
 
     def _running_turn(self) -> Any:
         session = self.session
@@ -155,6 +162,7 @@ class KernelAgent:
     def _make_session(self, temporary: bool = False) -> Session:
         session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
         session.context_provider = self.context
+        session.checkpoints = checkpoints_for(self.shell)
         session.expander = lambda question: expand_mentions(self.shell, self.registry, question)
         session.name_suggester = lambda prefix: suggest_names(self.shell, prefix)
         return session

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from agentik_jupyter.errors import NoFrontend
 from agentik_jupyter.notebook.requests import frontend
+from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.types import ToolOutput
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ async def propose_cell(shell: InteractiveShell, source: str) -> ToolOutput:
         cell_id = await _insert(source, anchor.cell_id)
         if cell_id is not None:
             anchor.cell_id = cell_id
+            checkpoints_for(shell).note_cell({"kind": "insert", "cell_id": cell_id, "source": marked(source)})
             return _output(
                 source, "Inserted a new code cell below the asking cell; the user decides whether to run it."
             )

@@ -104,6 +104,7 @@ def _ran(cell_id: str, reply: dict[str, Any]) -> tuple[str, bool]:
 
 
 AfterRun = Callable[[str], Awaitable[str]]
+Checkpoint = Callable[[str], Any]  # code -> a staged checkpoint with commit() and cannot_undo (tools/checkpoint.py)
 
 
 def _say_where(shown: dict[str, Any]) -> None:
@@ -120,6 +121,9 @@ async def propose_change(
     new_source: str | None,
     decision_timeout: float | None,
     after_run: AfterRun | None = None,
+    *,
+    checkpoint: Checkpoint | None = None,
+    on_applied: Callable[[dict[str, str]], None] | None = None,
 ) -> ToolOutput:
     """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome.
 
@@ -133,6 +137,7 @@ async def propose_change(
     if new_source is not None and new.rstrip() == old.rstrip():
         raise ValueError(f"the proposed source is the same as cell {cell_id!r}'s current source")
     diff = unified_diff(old, new, cell_id)
+    staged = checkpoint(new) if checkpoint is not None and new_source is not None else None
     try:
         reply = await frontend.ask(
             action,
@@ -160,9 +165,15 @@ async def propose_change(
     finally:
         waiting_on(None)
     status = str(reply.get("status"))
+    if status == "accepted_and_run" and staged is not None:
+        staged.commit()  # the page ran it: %agent rewind can take it back
+    if status in ("accepted", "accepted_and_run") and new_source is not None and on_applied is not None:
+        on_applied({"kind": "edit", "cell_id": cell_id, "old": old, "new": new})  # rewind puts `old` back
     if status == "accepted_and_run" and not reply.get("queued"):
         ledger.sources[cell_id] = new
         text, failed = _ran(cell_id, reply)
+        if staged is not None and staged.cannot_undo:
+            text = "Rewind can't undo: " + "; ".join(staged.cannot_undo) + "\n\n" + text
         if after_run is not None and not failed:
             text += "\n\n" + await after_run(cell_id)
         return ToolOutput(text=text, display=_display(diff))

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 from agentik_jupyter.errors import NoFrontend, NotebookReadError
 from agentik_jupyter.notebook.cells import propose_cell
 from agentik_jupyter.notebook.document import NotebookDoc, cells_from_json, load_saved
-from agentik_jupyter.notebook.edits import ReadLedger, in_request, propose_change
+from agentik_jupyter.notebook.edits import Checkpoint, ReadLedger, in_request, propose_change
 from agentik_jupyter.notebook.images import output_images
 from agentik_jupyter.notebook.reading import cell_range, one_cell, overview
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.notebook.rerun import dependents, rerun_report
 from agentik_jupyter.tools.approval import approval_timeout
+from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.tools.images import with_images
 from agentik_jupyter.tools.registry import ToolRegistry, add_builtin, definition_from_function
 from agentik_jupyter.types import ToolCall, ToolDefinition, ToolOutput, new_id
@@ -90,7 +91,11 @@ def insert_cell_tool(shell: InteractiveShell) -> ToolDefinition:
 
 
 def make_notebook_tools(
-    notebook_path: NotebookPath, approve: Approve | None = None, registry: ToolRegistry | None = None
+    notebook_path: NotebookPath,
+    approve: Approve | None = None,
+    registry: ToolRegistry | None = None,
+    checkpoint: Checkpoint | None = None,
+    on_applied: Callable[[dict[str, str]], None] | None = None,
 ) -> list[ToolDefinition]:
     """The notebook tools; `approve` asks the user (the kernel's approval gate) for the fix loop's re-runs,
     under run_cells' policy as `registry` holds it now (`%agent policy run_cells auto` is respected)."""
@@ -165,7 +170,15 @@ def make_notebook_tools(
             cell_id: the cell's id, as shown by read_notebook
             new_source: the cell's complete new source
         """
-        return await propose_change(ledger, cell_id, new_source, _decision_timeout(), rerun_dependents)
+        return await propose_change(
+            ledger,
+            cell_id,
+            new_source,
+            _decision_timeout(),
+            rerun_dependents,
+            checkpoint=checkpoint,
+            on_applied=on_applied,
+        )
 
     async def delete_cell(cell_id: str) -> ToolOutput:
         """Propose deleting a cell; the user accepts or rejects it on the cell.
@@ -202,5 +215,7 @@ def register_notebook_tools(
     registry: ToolRegistry, shell: InteractiveShell, notebook_path: NotebookPath, approve: Approve | None = None
 ) -> None:
     """Add insert_cell and the notebook tools, keeping a policy the user changed and a user tool of the same name."""
-    for definition in [insert_cell_tool(shell), *make_notebook_tools(notebook_path, approve, registry)]:
+    checkpoints = checkpoints_for(shell)  # "Accept and run" is checkpointed like run_code; edits are noted
+    tools = make_notebook_tools(notebook_path, approve, registry, checkpoints.stage, checkpoints.note_cell)
+    for definition in [insert_cell_tool(shell), *tools]:
         add_builtin(registry, definition)

@@ -27,6 +27,7 @@ from agentik_jupyter.persistence.models import AuditEntry, AuditPage, AuditRef, 
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.paths import DB_PATH_ENV, DBLocation, db_path_for, find_notebook_path, locate_db
 from agentik_jupyter.persistence.reader import MAX_PAGE_SIZE, PAGE_SIZE, SessionReader
+from agentik_jupyter.persistence.rewind import REWOUND_CODE, TurnRow
 from agentik_jupyter.persistence.schema import CURRENT_VERSION
 from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, SessionDB, default_title
 
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "NotASessionDBError",
     "PAGE_SIZE",
+    "REWOUND_CODE",
     "SchemaVersionError",
     "SessionDB",
     "SessionDBError",
@@ -54,6 +56,7 @@ __all__ = [
     "TemporaryConversationError",
     "TokenEstimator",
     "TurnNotFoundError",
+    "TurnRow",
     "TurnStateError",
     "TurnUsage",
     "WorkingMemoryError",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
+from agentik_jupyter.persistence.rewind import TurnRow
 from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_MESSAGE, SessionDB
 from agentik_jupyter.types import ChatMessage, PersistedMessage, Usage, UserMessage
 
@@ -222,6 +223,12 @@ class AsyncSessionDB:
         """`append`, queued now (before any call made after it) and awaited later, if at all; it
         shares its trip with the calls made in the same round of the loop (e.g. the commit)."""
         return self.submit(self.db.append, conversation_id, turn_id, record, now=False)
+
+    async def turns(self, conversation_id: str) -> list[TurnRow]:
+        return await self._call(self.db.turns, conversation_id)
+
+    async def rewind_turns(self, conversation_id: str, turn_ids: Sequence[str], message: str) -> None:
+        return await self._call(self.db.rewind_turns, conversation_id, list(turn_ids), message)
 
     async def commit_turn(self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]) -> None:
         return await self._call(self.db.commit_turn, conversation_id, turn_id, list(working))

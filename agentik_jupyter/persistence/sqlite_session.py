@@ -46,6 +46,7 @@ from agentik_jupyter.persistence.connection import (
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
+from agentik_jupyter.persistence.rewind import REWOUND_CODE, TurnRow, drop_working, list_turns
 from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
 from agentik_jupyter.persistence.usage import record_usage, turn_usages
 from agentik_jupyter.persistence.working import insert_working, is_committed
@@ -350,6 +351,31 @@ class SessionDB:
             return ref
 
         return self._write(body)
+
+    def turns(self, conversation_id: str) -> list[TurnRow]:
+        """The session's turns, numbered from 1, with whether each was rewound."""
+
+        def body(conn: sqlite3.Connection) -> list[TurnRow]:
+            self._conversation_row(conn, conversation_id)
+            return list_turns(conn, conversation_id)
+
+        return self._read(body)
+
+    def rewind_turns(self, conversation_id: str, turn_ids: Sequence[str], message: str) -> None:
+        """Take turns back in one transaction: out of working memory, a "rewound" record on each in
+        the audit log (which keeps all their messages)."""
+        ids = list(turn_ids)
+
+        def body(conn: sqlite3.Connection) -> None:
+            self._writable_row(conn, conversation_id)
+            for turn_id in ids:
+                self._require_turn(conn, conversation_id, turn_id)
+            drop_working(conn, conversation_id, ids)
+            for turn_id in ids:
+                self._insert_record(conn, conversation_id, turn_id, ErrorRecord(message=message, code=REWOUND_CODE))
+            self._touch(conn, conversation_id)
+
+        self._write(body)
 
     # ---- reads ----
 

@@ -80,6 +80,7 @@ class ApprovalRequest:
         self.decision: Decision | None = None
         self.always = False
         self.reason: str | None = None
+        self.cannot_undo: list[str] = []  # what a rewind could not take back, said before Run
         self._loop = loop
         self._future: asyncio.Future[bool] = loop.create_future()
         self._callbacks: list[ResolvedCallback] = []
@@ -205,6 +206,7 @@ class ApprovalGate:
         self._always: dict[str, set[str]] = {}
         self.pending: dict[str, ApprovalRequest] = {}
         self.last: ApprovalRequest | None = None
+        self.notes_for: Callable[[ToolCall], list[str]] | None = None  # what rewind can't undo
 
     @property
     def always(self) -> set[str]:
@@ -224,6 +226,11 @@ class ApprovalGate:
             )
             return False
         request = ApprovalRequest(call, definition, asyncio.get_running_loop())
+        if self.notes_for is not None:
+            try:
+                request.cannot_undo = self.notes_for(call)
+            except Exception:
+                log.exception("could not tell what rewind can't undo")
         self.pending[request.id] = request
         self.last = request
         try:

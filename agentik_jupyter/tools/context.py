@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.engines.limits import describe_budget_s
 from agentik_jupyter.errors import CodeExecutionError, ReadTimeout
+from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.tools.dataframes import describe_frame, frame_kind
 from agentik_jupyter.tools.execution import run_in_shell
 from agentik_jupyter.tools.images import FoundImage, with_images
@@ -243,13 +244,29 @@ def make_context_tools(shell: InteractiveShell) -> list[ToolDefinition]:
         Args:
             code: Python source; a final expression's value is returned
         """
-        return await run_in_shell(shell, code)
+        cannot_undo = checkpoints_for(shell).before_run(code)  # so %agent rewind can take this back
+        output = await run_in_shell(shell, code)
+        return with_rewind_note(output, cannot_undo)
 
     plain: list[Callable[..., Any]] = [list_variables, inspect_variable, describe_dataframe, get_cell_history]
     tools = [definition_from_function(fn, policy="auto", source="builtin") for fn in plain]  # reads
     tools[0].quick = True  # list_variables reads names and types, like the prompt's variable list
     tools.append(definition_from_function(run_code, policy="ask", source="builtin"))
     return tools
+
+
+def with_rewind_note(output: ToolOutput, cannot_undo: list[str]) -> ToolOutput:
+    """The tool card (and the model) say what a rewind could not take back: the card said it before Run,
+    unless "Always in this session" or AGENTIK_APPROVE=auto let the code run without one."""
+    if not cannot_undo:
+        return output
+    note = "Rewind can't undo: " + "; ".join(cannot_undo)
+    display = dict(output.display or {})
+    display["text/plain"] = note + "\n\n" + str(display.get("text/plain", ""))
+    display["text/html"] = f'<div class="agentik-rewind-note">{html.escape(note)}</div>' + str(
+        display.get("text/html", "")
+    )
+    return output.model_copy(update={"text": note + "\n\n" + output.text, "display": display})
 
 
 def register_context_tools(registry: ToolRegistry, shell: InteractiveShell) -> list[ToolDefinition]:

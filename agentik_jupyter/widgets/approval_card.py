@@ -106,7 +106,26 @@ def approval_html(request: ApprovalRequestLike) -> str:
         parts.extend(argument_html(str(name), value) for name, value in others.items())
     elif others is not None and not code_view:
         parts.append("<div><em>(no arguments)</em></div>")
-    return "".join(parts) + recap_html(request.display_text if code_view else everything, everything)
+    return (
+        "".join(parts)
+        + rewind_html(request)
+        + recap_html(request.display_text if code_view else everything, everything)
+    )
+
+
+REWIND_STYLE = "color:var(--jp-warn-color0,#a60);margin:2px 0"
+
+
+def rewind_html(request: ApprovalRequestLike) -> str:
+    """Before Run: what `%agent rewind` could not take back if this code ran ("" when everything can)."""
+    notes = list(getattr(request, "cannot_undo", None) or [])
+    if not notes:
+        return ""
+    return f'<div class="agentik-rewind-note" style="{REWIND_STYLE}">{escape(cannot_undo_text(notes))}</div>'
+
+
+def cannot_undo_text(notes: list[str]) -> str:
+    return "Rewind can't undo: " + "; ".join(notes)
 
 
 def recap_html(main: str, everything: str) -> str:

@@ -18,6 +18,7 @@ from ipywidgets import HTML, Box, Button, HBox, Layout, Text, VBox, Widget
 
 from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.core.mainloop import main_thread_callback
+from agentik_jupyter.core.rewind import REWOUND_PREFIX
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.notebook.cells import CellAnchor, anchored
@@ -29,6 +30,7 @@ from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
+from agentik_jupyter.widgets.rewind_control import RewindControl
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
 from agentik_jupyter.widgets.status import ErrorBanner, StatusLine, totals_text
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
@@ -100,13 +102,15 @@ class ChatPanel:
             description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES
         )
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
+        self.rewind = RewindControl(session)
         self.widget = VBox(
             children=(
                 self.title,
                 self.older_button,
                 self.scroller,
                 self.banner.widget,
-                HBox(children=(self.input, self.send_button, self.stop_button)),
+                HBox(children=(self.input, self.send_button, self.stop_button, self.rewind.button)),
+                self.rewind.widget,
                 self.suggestions.widget,
                 HBox(children=(self.status.widget, self.notice, self.totals)),
             )
@@ -258,6 +262,8 @@ class ChatPanel:
                 out.append(HTML(value=STOPPED_HTML))
             elif m.error is not None and is_compaction(m.error):
                 out.append(HTML(value=f'<div class="agentik-notice" style="opacity:0.75">{escape(m.error)}</div>'))
+            elif m.error is not None and m.error.startswith(REWOUND_PREFIX):
+                out.append(HTML(value=f'<div class="agentik-rewound">↶ {escape(m.error)}</div>'))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.content:

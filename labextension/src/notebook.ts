@@ -10,6 +10,8 @@
  * `insert_cell` puts a proposed cell below the asking one (cells.ts) and answers its id;
  * `run_cells` re-runs cells in order (the fix loop's dependent cells, after the user approved
  * in the kernel) and answers each one's outputs, stopping at the first that fails.
+ * `revert_cells` (`%agent rewind`) puts back the old source of cells the agent edited and removes
+ * the cells it inserted, each only if the user has not changed it since.
  * The diff says both sides' line counts and shows invisible or direction-changing characters
  * as badges under a warning (invisible.ts), so the cell cannot read other than it will run.
  */
@@ -24,7 +26,16 @@ import { forEachNotebookKernel } from './kernels';
 export const REQUEST_TARGET = 'agentik.notebook';
 export const REPLY_TARGET = 'agentik.notebook.reply';
 
-const ACTIONS = ['read', 'edit_cell', 'delete_cell', 'insert_cell', 'run_cells'] as const;
+const ACTIONS = ['read', 'edit_cell', 'delete_cell', 'insert_cell', 'run_cells', 'revert_cells'] as const;
+
+/** One change a rewind undoes (agentik_jupyter/notebook/revert.py): an edit to put back, a cell to remove. */
+interface IChange {
+  kind: 'edit' | 'insert';
+  cell_id: string;
+  old?: string;
+  new?: string;
+  source?: string;
+}
 
 interface IRequest {
   action: (typeof ACTIONS)[number];
@@ -36,6 +47,8 @@ interface IRequest {
   source?: string;
   after_cell_id?: string | null;
   cell_ids?: string[];
+  changes?: IChange[];
+  title?: string;
 }
 
 type Reply = Record<string, unknown>;
@@ -191,9 +204,12 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
   const deleting = request.action === 'delete_cell';
   const before = shared.getSource();
   const after = deleting ? '' : request.new_source ?? '';
-  const title = deleting
-    ? `The agent proposes deleting this cell (${linesText(before)})`
-    : `The agent proposes this change (${linesText(before)} → ${linesText(after)})`;
+  const sizes = deleting ? `(${linesText(before)})` : `(${linesText(before)} → ${linesText(after)})`;
+  const title = request.title
+    ? `${request.title} ${sizes}`
+    : deleting
+      ? `The agent proposes deleting this cell ${sizes}`
+      : `The agent proposes this change ${sizes}`;
   const diff = lineDiff(before, after);
   let decided = false;
   const widget = new ProposalWidget(
@@ -234,6 +250,31 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
   reveal(panel, found.index, widget);
   const count = cell.model.type === 'code' ? (cell.model.toJSON() as { execution_count?: number | null }).execution_count : null;
   answer(kernel, request.request_id, { phase: 'shown', cell_number: found.index + 1, execution_count: count ?? null });
+}
+
+/**
+ * Rewind: undo the agent's changes, newest first, each only while the cell still holds what the
+ * agent left in it (a cell the user changed since is left alone and reported as `changed`).
+ */
+export function revertCells(panel: NotebookPanel, changes: IChange[]): Array<{ cell_id: string; outcome: string }> {
+  const shared = panel.content.model?.sharedModel;
+  return changes.map(change => {
+    const index = shared ? shared.cells.findIndex(cell => cell.id === change.cell_id) : -1;
+    if (!shared || index < 0) {
+      return { cell_id: change.cell_id, outcome: 'missing' };
+    }
+    const cell = shared.cells[index];
+    const left = change.kind === 'edit' ? change.new ?? '' : change.source ?? '';
+    if (cell.getSource() !== left) {
+      return { cell_id: change.cell_id, outcome: 'changed' };
+    }
+    if (change.kind === 'edit') {
+      cell.setSource(change.old ?? '');
+      return { cell_id: change.cell_id, outcome: 'reverted' };
+    }
+    shared.deleteCell(index);
+    return { cell_id: change.cell_id, outcome: 'removed' };
+  });
 }
 
 /** Whether the user is typing somewhere (an editor or a text box) other than inside `here`. */
@@ -285,6 +326,8 @@ function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
       } else if (data.action === 'insert_cell') {
         const cellId = insertBelow(panel, data.source ?? '', data.after_cell_id ?? null);
         answer(kernel, data.request_id, { phase: 'result', status: cellId ? 'ok' : 'error', cell_id: cellId });
+      } else if (data.action === 'revert_cells') {
+        answer(kernel, data.request_id, { phase: 'result', status: 'ok', results: revertCells(panel, data.changes ?? []) });
       } else if (data.action === 'run_cells') {
         void runCells(panel, kernel, data).catch(error =>
           answer(kernel, data.request_id, { phase: 'result', status: 'error', message: String(error) })

@@ -11,6 +11,7 @@ from agentik_jupyter.kernel.commands.compact import compact_command
 from agentik_jupyter.kernel.commands.fix import fix_command
 from agentik_jupyter.kernel.commands.mcp import mcp_command
 from agentik_jupyter.kernel.commands.panel import panel_command
+from agentik_jupyter.kernel.commands.rewind import rewind_command
 from agentik_jupyter.kernel.commands.sessions import (
     delete_command,
     new_command,
@@ -49,6 +50,8 @@ Usage: %agent <command>
   stop [--all]      stop the running turn (--all: and the queued ones)
   compact           summarise the session's earlier turns into one message (the newest stays verbatim)
   usage             the session's tokens: in, from the provider's cache, out, and the cost
+  rewind [N] [--preview]
+                    take back the latest turn (N: turns N and later): variables and conversation
   instructions [trust|untrust]
                     the project's AGENTS.md, and whether it is added to the prompt
   fix [CELL_ID]     ask the agent to fix the last failed cell (or that cell)
@@ -85,6 +88,7 @@ _COMMANDS: dict[str, Callable[[KernelAgent, list[str]], Awaitable[None]]] = {
     "stop": stop_command,
     "usage": usage_command,
     "compact": compact_command,
+    "rewind": rewind_command,
     "mcp": mcp_command,
     "export": export_command,
     "fix": fix_command,
