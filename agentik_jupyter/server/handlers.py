@@ -15,6 +15,7 @@ from agentik_jupyter.core.chat_route import error_body, handle, load_body
 from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.server.base import AgentikHandler
 from agentik_jupyter.server.limits import max_body_bytes, too_large_body
+from agentik_jupyter.server.provider_env import provider_environ
 from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
 from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
 from agentik_jupyter.tools.registry import default_registry
@@ -68,7 +69,7 @@ class ChatHandler(AgentikHandler):
             await self._stream(body)
             return
         try:
-            result = await handle(body)
+            result = await handle(body, environ=provider_environ())
         except ChatRouteError as exc:
             self._log_failure(exc.status, exc.body)
             self._reply(exc.status, exc.body)
@@ -109,7 +110,7 @@ class ChatHandler(AgentikHandler):
 
     async def _pump(self, request: Any, tools: Any) -> None:
         event_id = 0
-        async for kind, data in chat_events(request, tools):
+        async for kind, data in chat_events(request, tools, environ=provider_environ()):
             if kind == "error":
                 self._log_failure(502, data)
             event_id += 1
