@@ -179,7 +179,7 @@ def attach(server: RunningServer, kernel_id: str) -> Any:
                 connection_file=str(server.log_path.parent / "runtime" / f"kernel-{kernel_id}.json")
             )
             self.kc.load_connection_file()
-            self.kc.start_channels()
+            self.kc.start_channels(hb=False)  # (a heartbeat missed on a loaded machine reads as a dead kernel)
             self.kc.wait_for_ready(timeout=START_TIMEOUT)
 
         def close(self) -> None:

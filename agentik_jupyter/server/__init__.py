@@ -6,6 +6,7 @@ from typing import Any
 
 from agentik_jupyter.server.handlers import setup_handlers
 from agentik_jupyter.server.provider_env import take_provider_secrets
+from agentik_jupyter.server.turns import LINKS_SETTING
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -21,3 +22,9 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         )
     setup_handlers(serverapp.web_app, serverapp)
     serverapp.log.info("agentik_jupyter: /agentik/api/chat, /agentik/api/sessions and /agentik/api/events ready")
+
+
+def _unload_jupyter_server_extension(serverapp: Any) -> None:
+    links = serverapp.web_app.settings.pop(LINKS_SETTING, None)
+    if links is not None:
+        links.stop()

@@ -18,6 +18,7 @@ from agentik_jupyter.server.limits import max_body_bytes, too_large_body
 from agentik_jupyter.server.provider_env import provider_environ
 from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
 from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
+from agentik_jupyter.server.turns import InterruptHandler, MessagesHandler
 from agentik_jupyter.tools.registry import default_registry
 
 
@@ -138,5 +139,7 @@ def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
             (url_path_join(base, "agentik/api/events"), EventsHandler),
             (url_path_join(base, "agentik/api/sessions"), SessionsHandler),
             (url_path_join(base, r"agentik/api/sessions/([^/]+)"), SessionHandler),
+            (url_path_join(base, r"agentik/api/sessions/([^/]+)/messages"), MessagesHandler),
+            (url_path_join(base, r"agentik/api/sessions/([^/]+)/interrupt"), InterruptHandler),
         ],
     )
