@@ -9,6 +9,7 @@ server that holds the key (our server extension takes it out of what kernels inh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -55,6 +56,19 @@ class ServerTransport:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.model = model
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _pooled(self) -> Any:
+        """One client per event loop, kept across model calls: a new client loads the CA
+        certificates and opens a new connection (tens of milliseconds a call)."""
+        import httpx2
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop or self._client.is_closed:
+            timeout = httpx2.Timeout(SERVER_READ_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
+            self._client, self._loop = httpx2.AsyncClient(timeout=timeout), loop
+        return self._client
 
     async def stream(
         self, messages: list[ChatMessage], context: AgentContext | None, tool_schemas: list[ToolSchema]
@@ -71,23 +85,21 @@ class ServerTransport:
         headers = {"Accept": "text/event-stream"}
         if self.token:
             headers["Authorization"] = f"token {self.token}"
-        timeout = httpx2.Timeout(SERVER_READ_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
         finished = False
         try:
-            async with httpx2.AsyncClient(timeout=timeout) as client:
-                async with client.stream(
-                    "POST", f"{self.base_url}/agentik/api/chat", json=body, headers=headers
-                ) as resp:
-                    if resp.status_code != 200:
-                        await resp.aread()
-                        _raise_for(resp.status_code, _json(resp))
-                    async for kind, data in _events(resp.aiter_lines()):
-                        delta = _delta(kind, data)
-                        if delta is not None:
-                            yield delta
-                        if kind == "end":
-                            finished = True
-                            return
+            async with self._pooled().stream(
+                "POST", f"{self.base_url}/agentik/api/chat", json=body, headers=headers
+            ) as resp:
+                if resp.status_code != 200:
+                    await resp.aread()
+                    _raise_for(resp.status_code, _json(resp))
+                async for kind, data in _events(resp.aiter_lines()):
+                    if finished:
+                        continue  # read to the body's end, so the connection goes back to the pool
+                    delta = _delta(kind, data)
+                    if delta is not None:
+                        yield delta
+                    finished = kind == "end"
         except httpx2.HTTPError as exc:
             raise ProviderConnectionError(f"Could not reach the Jupyter server route: {exc}") from None
         if not finished:
