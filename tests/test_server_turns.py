@@ -237,6 +237,34 @@ def test_a_second_message_queues_and_interrupt_stops_the_running_turn(
         llm.chunk_delay = 0.0
 
 
+def test_a_client_that_hangs_up_leaves_the_turn_running(
+    server: RunningServer, llm: FakeLLMServer, notebook: tuple[Any, str]
+) -> None:
+    kernel, conversation = notebook
+    answer = " ".join(f"part{i}" for i in range(60))
+    llm.chunk_delay = 0.05
+    try:
+        llm.push(Reply.text(answer))
+        with httpx2.stream(
+            "POST",
+            f"{server.url}/agentik/api/sessions/{conversation}/messages",
+            params={"path": "drive.ipynb"},
+            json={"content": "then leave"},
+            headers=headers(server),
+            timeout=60,
+        ) as r:
+            for _, kind, _ in iter_events(r.iter_lines()):
+                if kind == "delta":
+                    break  # the client goes away mid-answer
+        kernel.wait_until(f"not {AGENT}.session.busy", timeout=30)
+    finally:
+        llm.chunk_delay = 0.0
+    assert kernel.value("_panel.session.chat_store.messages[-1].content") == answer
+    llm.push(Reply.text("still fine"))
+    status, events, _ = send(server, conversation, "and again")
+    assert status == 200 and events[-1][2]["content"] == "still fine"
+
+
 def test_a_kernel_that_dies_mid_turn_ends_the_stream_with_an_error(server: RunningServer, llm: FakeLLMServer) -> None:
     session = start_notebook_session(server, "dies.ipynb")
     kernel = attach(server, session["kernel"]["id"])

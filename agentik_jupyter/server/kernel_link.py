@@ -26,7 +26,7 @@ READY_TIMEOUT_S = 30.0
 LIVENESS_POLL_S = 0.5
 
 Message = tuple[str, dict[str, Any]]
-"""("comm_msg" | "comm_close" | "died", data)."""
+"""("comm_msg" | "comm_close" | "died" | "closed", data); "closed": this side forgot the comm."""
 
 
 class KernelGone(Exception):
@@ -81,7 +81,11 @@ class KernelLink:
 
     def close(self, comm_id: str, *, tell_kernel: bool = True) -> None:
         """Forget a comm; tell the kernel (so it stops sending) unless it closed it itself."""
-        if self.queues.pop(comm_id, None) is not None and tell_kernel and self.client is not None:
+        queue = self.queues.pop(comm_id, None)
+        if queue is None:
+            return
+        queue.put_nowait(("closed", {}))  # a request still waiting on it stops waiting
+        if tell_kernel and self.client is not None:
             with contextlib.suppress(Exception):
                 self.client.shell_channel.send(self.client.session.msg("comm_close", {"comm_id": comm_id, "data": {}}))
 
@@ -135,6 +139,8 @@ class KernelLinks:
 
     async def get(self, kernels: Any, kernel_id: str) -> KernelLink:
         async with self._lock:
+            for gone in [k for k in self._links if k != kernel_id and k not in kernels]:
+                self._links.pop(gone).stop()  # kernels shut down since: their sockets go too
             link = self._links.get(kernel_id)
             if link is not None and await link.alive():
                 return link

@@ -91,6 +91,8 @@ class _TurnRoute(_SessionsBase):
         except KernelGone:
             link.close(comm_id, tell_kernel=False)
             raise tornado.web.HTTPError(409, DIED) from None
+        if kind == "closed":  # the client left before the kernel answered
+            raise tornado.web.HTTPError(499, "the client closed the request", reason="Client Closed Request")
         if kind == "comm_close":
             link.close(comm_id, tell_kernel=False)
             raise tornado.web.HTTPError(409, NO_EXTENSION)
@@ -156,6 +158,8 @@ class MessagesHandler(_TurnRoute):
                 message, data = await link.next(queue)
             except KernelGone:
                 message, data = "died", {}
+            if message == "closed":  # the client left: the turn goes on in the kernel
+                return
             if message != "comm_msg":
                 link.close(comm_id, tell_kernel=False)
                 error = {"error": "Kernel died", "message": DIED, "code": "kernel_died"}
