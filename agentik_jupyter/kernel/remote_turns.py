@@ -77,10 +77,11 @@ def _send(shell: Any, reply: _Reply, data: dict[str, Any]) -> None:
     from agentik_jupyter.security.scrub import scrub
     from agentik_jupyter.types import AppendText, StartResponse, ToolCallEvent, ToolResultEvent
 
-    session_id, text = data.get("session"), data.get("content")
-    if not is_session_id(session_id):
-        reply.refuse(400, "Invalid session id", f"{shown(session_id)} is not a session id")
+    wanted, text = data.get("session"), data.get("content")
+    if not is_session_id(wanted):
+        reply.refuse(400, "Invalid session id", f"{shown(wanted)} is not a session id")
         return
+    session_id = str(wanted)
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_CONTENT_CHARS:
         reply.refuse(400, "Invalid request body", f"content must be 1 to {MAX_CONTENT_CHARS:,} characters of text")
         return

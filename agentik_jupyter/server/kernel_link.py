@@ -110,7 +110,7 @@ class KernelLink:
                 continue
             kind, content = msg.get("msg_type"), msg.get("content") or {}
             if kind in ("comm_msg", "comm_close"):
-                queue = self.queues.get(content.get("comm_id"))
+                queue = self.queues.get(str(content.get("comm_id")))
                 if queue is not None:
                     queue.put_nowait((kind, content.get("data") or {}))
             elif kind == "status" and content.get("execution_state") == "starting":
