@@ -23,6 +23,7 @@ from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_late
 from .long_session import long_session
 from .paced_turns import paced_turns
 from .saved_turn import saved_turn
+from .server_turns import server_turns
 
 ANSWER = " ".join(f"word{i}" for i in range(2000))
 REPEATS = 7
@@ -156,6 +157,7 @@ async def widget_bytes_per_answer() -> dict[str, Any]:
 BENCHMARKS: dict[str, Callable[[], Any]] = {
     "kernel_turns": kernel_turns,
     "paced_turns": paced_turns,
+    "server_turns": server_turns,
     "user_cell_latency": user_cell_latency,
     "stop_latency": stop_latency,
     "resume_10k": resume_10k,

@@ -137,3 +137,54 @@ def server_fixtures(api_key: str = FAKE_API_KEY) -> tuple[Any, Any]:
             yield running
 
     return llm, server
+
+
+def start_notebook_session(server: RunningServer, path: str) -> dict[str, Any]:
+    """Open `path` (created empty if missing) as JupyterLab does: a session with a python3 kernel."""
+    import nbformat
+
+    notebook = server.root / path
+    if not notebook.exists():
+        nbformat.write(nbformat.v4.new_notebook(), notebook)
+    r = httpx2.post(
+        f"{server.url}/api/sessions",
+        json={"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}},
+        headers={"Authorization": f"token {server.token}"},
+        timeout=60,
+    )
+    r.raise_for_status()
+    return dict(r.json())
+
+
+def stop_notebook_session(server: RunningServer, session: dict[str, Any]) -> None:
+    httpx2.delete(
+        f"{server.url}/api/sessions/{session['id']}", headers={"Authorization": f"token {server.token}"}, timeout=30
+    )
+
+
+def attach(server: RunningServer, kernel_id: str) -> Any:
+    """A `RawKernel` speaking to a kernel the server started (through its connection file);
+    closing it leaves the kernel to the server."""
+    from jupyter_client import BlockingKernelClient
+
+    from tests.kernel_support import START_TIMEOUT, RawKernel
+
+    class Attached(RawKernel):
+        def __init__(self) -> None:
+            self.km = None
+            self.iopub = []
+            self._done = {}
+            self._open = {}
+            self.kc = BlockingKernelClient(
+                connection_file=str(server.log_path.parent / "runtime" / f"kernel-{kernel_id}.json")
+            )
+            self.kc.load_connection_file()
+            self.kc.start_channels(hb=False)  # (a heartbeat missed on a loaded machine reads as a dead kernel)
+            self.kc.wait_for_ready(timeout=START_TIMEOUT)
+
+        def close(self) -> None:
+            if self.kc is not None:
+                self.kc.stop_channels()
+                self.kc = None
+
+    return Attached()

@@ -1,13 +1,15 @@
 """How the loop in the kernel reaches the chat route.
 
-`InProcessTransport` calls chat.stream_chat in the kernel (the default);
-`ServerTransport` posts to the Jupyter Server route and reads its SSE answer, so the key
-stays on the server and the answer still streams. Both yield the same provider deltas to
-the orchestrator.
+`InProcessTransport` calls chat.stream_chat in the kernel; `ServerTransport` posts to the
+Jupyter Server route and reads its SSE answer, so the key stays on the server and the answer
+still streams. Both yield the same provider deltas to the orchestrator. A kernel started by a
+server that holds the key (our server extension takes it out of what kernels inherit) uses
+`KeyAwareTransport`: the server's route while the kernel has no key, in-process once it has one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -54,6 +56,19 @@ class ServerTransport:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.model = model
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _pooled(self) -> Any:
+        """One client per event loop, kept across model calls: a new client loads the CA
+        certificates and opens a new connection (tens of milliseconds a call)."""
+        import httpx2
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop or self._client.is_closed:
+            timeout = httpx2.Timeout(SERVER_READ_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
+            self._client, self._loop = httpx2.AsyncClient(timeout=timeout), loop
+        return self._client
 
     async def stream(
         self, messages: list[ChatMessage], context: AgentContext | None, tool_schemas: list[ToolSchema]
@@ -70,23 +85,21 @@ class ServerTransport:
         headers = {"Accept": "text/event-stream"}
         if self.token:
             headers["Authorization"] = f"token {self.token}"
-        timeout = httpx2.Timeout(SERVER_READ_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
         finished = False
         try:
-            async with httpx2.AsyncClient(timeout=timeout) as client:
-                async with client.stream(
-                    "POST", f"{self.base_url}/agentik/api/chat", json=body, headers=headers
-                ) as resp:
-                    if resp.status_code != 200:
-                        await resp.aread()
-                        _raise_for(resp.status_code, _json(resp))
-                    async for kind, data in _events(resp.aiter_lines()):
-                        delta = _delta(kind, data)
-                        if delta is not None:
-                            yield delta
-                        if kind == "end":
-                            finished = True
-                            return
+            async with self._pooled().stream(
+                "POST", f"{self.base_url}/agentik/api/chat", json=body, headers=headers
+            ) as resp:
+                if resp.status_code != 200:
+                    await resp.aread()
+                    _raise_for(resp.status_code, _json(resp))
+                async for kind, data in _events(resp.aiter_lines()):
+                    if finished:
+                        continue  # read to the body's end, so the connection goes back to the pool
+                    delta = _delta(kind, data)
+                    if delta is not None:
+                        yield delta
+                    finished = kind == "end"
         except httpx2.HTTPError as exc:
             raise ProviderConnectionError(f"Could not reach the Jupyter server route: {exc}") from None
         if not finished:
@@ -96,13 +109,14 @@ class ServerTransport:
 class ServerNotFoundTransport:
     """AGENTIK_TRANSPORT=server in a kernel no Jupyter server started: every turn says so."""
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, message: str | None = None) -> None:
         self.model = model
+        self.message = message or NO_SERVER_MESSAGE
 
     async def stream(
         self, messages: list[ChatMessage], context: AgentContext | None, tool_schemas: list[ToolSchema]
     ) -> AsyncIterator[ProviderDelta]:
-        raise ConfigurationError(NO_SERVER_MESSAGE)
+        raise ConfigurationError(self.message)
         yield  # pragma: no cover  (makes this an async generator like the others)
 
 
@@ -191,13 +205,74 @@ def _json(resp: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def default_transport(model: str | None = None) -> InProcessTransport | ServerTransport | ServerNotFoundTransport:
-    """In-process unless AGENTIK_TRANSPORT=server; then the server that started this kernel,
-    or a transport whose every turn says clearly that there is none (never a silent fallback
-    that would need the key in the kernel)."""
-    if os.environ.get("AGENTIK_TRANSPORT", "").lower() == "server":
+PROVIDER_IN_SERVER = "AGENTIK_PROVIDER_IN_SERVER"
+"""The non-secret marker a Jupyter server with our extension puts where it took the key from:
+the kernels it starts inherit it (server/provider_env.py)."""
+KEY_VARIABLE = "LLM_API_KEY"
+
+KEY_IN_SERVER = "in the Jupyter server; this kernel has none"
+KEY_IN_KERNEL = "in this kernel"
+KEY_NOWHERE = "not set"
+
+NO_SERVER_FOR_KEY_MESSAGE = (
+    "The Jupyter server holds the LLM key (AGENTIK_PROVIDER_IN_SERVER=1), but this kernel cannot "
+    "find that server (no JPY_PARENT_PID, or no jpserver-<pid>.json in the Jupyter runtime dir): a "
+    "kernel started by something else inherited the marker. Set the key in this kernel without "
+    "saving it in the notebook (import os, getpass; os.environ['LLM_API_KEY'] = getpass.getpass()), "
+    "or open the notebook from JupyterLab / Jupyter Server."
+)
+
+
+def key_location(environ: Mapping[str, str] | None = None) -> str:
+    """Where this kernel's turns find the key: KEY_IN_KERNEL, KEY_IN_SERVER or KEY_NOWHERE."""
+    env = os.environ if environ is None else environ
+    if (env.get(KEY_VARIABLE) or "").strip():
+        return KEY_IN_KERNEL
+    if env.get(PROVIDER_IN_SERVER) == "1":
+        return KEY_IN_SERVER
+    return KEY_NOWHERE
+
+
+class KeyAwareTransport:
+    """A kernel started by a server that holds the key: each model call goes to that server's
+    route while this kernel has no key, and stays in the kernel once the user sets one here
+    (`%env`, `getpass`). Decided per call, so setting the key mid-session counts at once."""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model
+        self._server: ServerTransport | None = None
+
+    def current(self) -> InProcessTransport | ServerTransport | ServerNotFoundTransport:
+        if key_location() != KEY_IN_SERVER:
+            return InProcessTransport(self.model)
+        if self._server is None:
+            server = find_server()
+            if server is None:
+                return ServerNotFoundTransport(self.model, NO_SERVER_FOR_KEY_MESSAGE)
+            self._server = ServerTransport(server.url, server.token)
+        self._server.model = self.model
+        return self._server
+
+    def stream(
+        self, messages: list[ChatMessage], context: AgentContext | None, tool_schemas: list[ToolSchema]
+    ) -> AsyncIterator[ProviderDelta]:
+        return self.current().stream(messages, context, tool_schemas)
+
+
+AnyTransport = InProcessTransport | ServerTransport | ServerNotFoundTransport | KeyAwareTransport
+
+
+def default_transport(model: str | None = None) -> AnyTransport:
+    """`AGENTIK_TRANSPORT=server`: the server that started this kernel, or a transport whose every
+    turn says clearly that there is none (never a silent fallback that would need the key in the
+    kernel). `AGENTIK_TRANSPORT=kernel`: in-process. Unset: the server's route when the server
+    holds the key (the marker) and this kernel has none, else in-process."""
+    choice = os.environ.get("AGENTIK_TRANSPORT", "").strip().lower()
+    if choice == "server":
         server = find_server()
         if server is None:
             return ServerNotFoundTransport(model)
         return ServerTransport(server.url, server.token, model)
+    if choice != "kernel" and os.environ.get(PROVIDER_IN_SERVER) == "1":
+        return KeyAwareTransport(model)
     return InProcessTransport(model)

@@ -1,5 +1,5 @@
-"""`%load_ext agentik_jupyter`: register the magics, the `await` transformer and the sidebar's
-control comm target (kernel/control.py).
+"""`%load_ext agentik_jupyter`: register the magics, the `await` transformer, the sidebar's
+control comm target (kernel/control.py) and the server routes' turns target (kernel/remote_turns.py).
 
 Only IPython is touched here; the agent itself (pydantic, httpx2, SQLite,
 widgets) loads on the first turn.
@@ -11,7 +11,7 @@ import atexit
 import re
 from typing import TYPE_CHECKING
 
-from agentik_jupyter.kernel import control
+from agentik_jupyter.kernel import control, remote_turns
 from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics
 from agentik_jupyter.notebook import fix as failures
 
@@ -87,6 +87,7 @@ def load(ipython: InteractiveShell) -> None:
     ipython.input_transformers_cleanup.append(transform)
     failures.install(ipython)
     control.register(ipython)
+    remote_turns.register(ipython)
     atexit.register(_shutdown, ipython)
 
 
@@ -103,6 +104,7 @@ def unload(ipython: InteractiveShell) -> None:
         ipython.input_transformers_cleanup.remove(transform)
     failures.uninstall(ipython)
     control.unregister(ipython)
+    remote_turns.unregister(ipython)
     for name in (CELL_HELPER, LINE_HELPER):
         ipython.user_ns.pop(name, None)
         ipython.user_ns_hidden.pop(name, None)

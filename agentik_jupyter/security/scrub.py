@@ -58,6 +58,17 @@ def _secret_name(name: str) -> bool:
 
 _seen: tuple[dict[Any, Any], Secrets] | None = None
 """The process environment's raw data when last read, and its secrets (see `current_secrets`)."""
+_held: Secrets = ()
+"""Secrets this process keeps outside its environment (the Jupyter server holds the provider's key
+so that kernels don't inherit it); masked like the environment's own."""
+
+
+def hold_secrets(environ: Mapping[str, str]) -> None:
+    """Mask these values too, from now on in this process, although they left `os.environ`."""
+    global _held, _seen
+    found = [pair for pair in _read_secrets(environ) if pair not in _held]
+    _held = (*_held, *found)
+    _seen = None
 
 
 def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
@@ -73,10 +84,16 @@ def current_secrets(environ: Mapping[str, str] | None = None) -> Secrets:
             seen = _seen
             if seen is not None and seen[0] == data:
                 return seen[1]
-            secrets = _read_secrets(os.environ)
+            secrets = _with_held(_read_secrets(os.environ))
             _seen = (dict(data), secrets)
             return secrets
-    return _read_secrets(os.environ if environ is None else environ)
+    return _with_held(_read_secrets(os.environ if environ is None else environ))
+
+
+def _with_held(secrets: Secrets) -> Secrets:
+    if not _held:
+        return secrets
+    return (*secrets, *(pair for pair in _held if pair not in secrets))
 
 
 def _read_secrets(env: Mapping[str, str]) -> Secrets:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentik_jupyter.server.handlers import setup_handlers
+from agentik_jupyter.server.provider_env import take_provider_secrets
+from agentik_jupyter.server.turns import LINKS_SETTING
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -12,5 +14,17 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
+    taken = take_provider_secrets()
+    if taken:
+        serverapp.log.info(
+            "agentik_jupyter: the server holds %s; kernels it starts have none and use its chat route",
+            ", ".join(taken),
+        )
     setup_handlers(serverapp.web_app, serverapp)
     serverapp.log.info("agentik_jupyter: /agentik/api/chat, /agentik/api/sessions and /agentik/api/events ready")
+
+
+def _unload_jupyter_server_extension(serverapp: Any) -> None:
+    links = serverapp.web_app.settings.pop(LINKS_SETTING, None)
+    if links is not None:
+        links.stop()

@@ -15,8 +15,10 @@ from agentik_jupyter.core.chat_route import error_body, handle, load_body
 from agentik_jupyter.errors import ChatRouteError
 from agentik_jupyter.server.base import AgentikHandler
 from agentik_jupyter.server.limits import max_body_bytes, too_large_body
+from agentik_jupyter.server.provider_env import provider_environ
 from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
 from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
+from agentik_jupyter.server.turns import InterruptHandler, MessagesHandler
 from agentik_jupyter.tools.registry import default_registry
 
 
@@ -68,7 +70,7 @@ class ChatHandler(AgentikHandler):
             await self._stream(body)
             return
         try:
-            result = await handle(body)
+            result = await handle(body, environ=provider_environ())
         except ChatRouteError as exc:
             self._log_failure(exc.status, exc.body)
             self._reply(exc.status, exc.body)
@@ -108,13 +110,38 @@ class ChatHandler(AgentikHandler):
             self.finish(set_content_type=EVENT_STREAM)
 
     async def _pump(self, request: Any, tools: Any) -> None:
-        event_id = 0
-        async for kind, data in chat_events(request, tools):
-            if kind == "error":
-                self._log_failure(502, data)
-            event_id += 1
-            self.write(encode(event_id, kind, data))
-            await self.flush()
+        """Write the events as they come; what arrived while the last flush was on its way goes out
+        in the next one, consecutive text joined into one event. At a model's pace every delta is
+        its own event at once; a model faster than the socket costs one flush per batch, not per token."""
+        ready: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+
+        async def produce() -> None:
+            try:
+                async for item in chat_events(request, tools, environ=provider_environ()):
+                    ready.put_nowait(item)
+            finally:
+                ready.put_nowait(None)
+
+        producer = asyncio.ensure_future(produce())
+        event_id, ended = 0, False
+        try:
+            while not ended:
+                batch = [await ready.get()]
+                while not ready.empty():
+                    batch.append(ready.get_nowait())
+                for item in joined(batch):
+                    if item is None:
+                        ended = True
+                        break
+                    kind, data = item
+                    if kind == "error":
+                        self._log_failure(502, data)
+                    event_id += 1
+                    self.write(encode(event_id, kind, data))
+                await self.flush()
+        finally:
+            producer.cancel()
+        await producer  # (re-raises what failed in it: never a half-written stream passed off as whole)
 
     def _log_failure(self, status: int, body: dict[str, Any]) -> None:
         """A provider or configuration failure is the operator's business too: one warning line."""
@@ -128,6 +155,23 @@ class ChatHandler(AgentikHandler):
         super().on_connection_close()
 
 
+def joined(
+    batch: list[tuple[str, dict[str, Any]] | None],
+) -> list[tuple[str, dict[str, Any]] | None]:
+    """`batch` with each run of `delta` (or `reasoning`) events made one event of their joined text."""
+    out: list[tuple[str, dict[str, Any]] | None] = []
+    for item in batch:
+        last = out[-1] if out else None
+        if item is not None and last is not None and item[0] in TEXT_EVENTS and last[0] == item[0]:
+            out[-1] = (item[0], {"text": last[1]["text"] + item[1]["text"]})
+        else:
+            out.append(item)
+    return out
+
+
+TEXT_EVENTS = ("delta", "reasoning")
+
+
 def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
     base = web_app.settings["base_url"]
     web_app.add_handlers(
@@ -137,5 +181,7 @@ def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
             (url_path_join(base, "agentik/api/events"), EventsHandler),
             (url_path_join(base, "agentik/api/sessions"), SessionsHandler),
             (url_path_join(base, r"agentik/api/sessions/([^/]+)"), SessionHandler),
+            (url_path_join(base, r"agentik/api/sessions/([^/]+)/messages"), MessagesHandler),
+            (url_path_join(base, r"agentik/api/sessions/([^/]+)/interrupt"), InterruptHandler),
         ],
     )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import TYPE_CHECKING, Any
 
+from agentik_jupyter.core.transport import KEY_IN_SERVER, key_location
 from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
 from agentik_jupyter.providers.config import load_config
@@ -19,11 +21,18 @@ def _when(ts: float) -> str:
 
 
 async def status_command(agent: KernelAgent, args: list[str]) -> None:
-    try:
-        config = load_config()
-        print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.shown_url)}")
-    except ConfigurationError as exc:
-        print(f"provider: not configured ({exc.message})")
+    where = key_location()
+    if where == KEY_IN_SERVER:
+        provider = os.environ.get("LLM_PROVIDER") or "set in the server"
+        model = os.environ.get("LLM_MODEL") or "set in the server"
+        print(f"provider: {scrub(provider)}\nmodel:    {scrub(model)}\nendpoint: the Jupyter server's chat route")
+    else:
+        try:
+            config = load_config()
+            print(f"provider: {config.provider}\nmodel:    {config.model}\nendpoint: {scrub(config.shown_url)}")
+        except ConfigurationError as exc:
+            print(f"provider: not configured ({exc.message})")
+    print(f"key:      {where}")
     session = agent.session
     if session is not None and session.conversation_id:
         print(f"session:  {session.conversation_id} {session.title or ''}".rstrip())

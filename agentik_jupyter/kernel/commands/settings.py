@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from agentik_jupyter.core.transport import KEY_IN_KERNEL, KEY_IN_SERVER, key_location
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.urls import redact_urls
 
@@ -28,11 +29,13 @@ SETTINGS = [
     "AGENTIK_MCP_CONFIG",
     "AGENTIK_TRANSPORT",
     "AGENTIK_REWIND_BUDGET",
+    "AGENTIK_PROVIDER_IN_SERVER",
 ]
 
 
 async def config_command(agent: KernelAgent, args: list[str]) -> None:
-    key = "set" if os.environ.get("LLM_API_KEY") else "not set"
+    where = key_location()
+    key = "set" if where == KEY_IN_KERNEL else f"not set ({where})" if where == KEY_IN_SERVER else "not set"
     print(f"{'LLM_API_KEY':<26} {key}")
     for name in SETTINGS:
         value = os.environ.get(name)
