@@ -19,6 +19,7 @@ from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.notebook.cells import CellAnchor, anchored
+from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage, End, Event, StartResponse, ToolCall
@@ -126,7 +127,8 @@ class ChatPanel:
         if not message:
             return None
 
-        with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
+        # insert_cell proposals go below the active cell of the page whose Send this is
+        with anchored(CellAnchor()), asked_from(asking_page()):
             self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
         ahead_of = getattr(self.session, "ahead_of", None)
         ahead = ahead_of(self.last_task) if ahead_of is not None else None
