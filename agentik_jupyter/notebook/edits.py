@@ -70,11 +70,19 @@ def unified_diff(old: str, new: str, cell_id: str) -> str:
 
 
 def diff_html(diff: str) -> str:
-    """The diff for the tool card: added lines green, removed red, escaped, hidden characters as badges."""
+    """The diff for the tool card: added lines green, removed red, escaped, hidden characters as badges.
+
+    The inline colours (dark text on pale green / pink) are for GitHub and nbviewer; in JupyterLab
+    the extension's CSS gives the lines the theme's colours (legible in the dark theme too).
+    """
     rows = []
     for line in diff.splitlines():
-        colour = "#e6ffec" if line.startswith("+") else "#ffebe9" if line.startswith("-") else "transparent"
-        rows.append(f'<div style="background:{colour}">{invisible.escape_visible(line) or "&nbsp;"}</div>')
+        kind = "added" if line.startswith("+") else "removed" if line.startswith("-") else "same"
+        style = {"added": "background:#e6ffec;color:#1f2328", "removed": "background:#ffebe9;color:#1f2328"}
+        rows.append(
+            f'<div class="agentik-diff-line agentik-diff-{kind}" style="{style.get(kind, "")}">'
+            f"{invisible.escape_visible(line) or '&nbsp;'}</div>"
+        )
     return (
         invisible.warning_html(diff, "This change")
         + '<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
