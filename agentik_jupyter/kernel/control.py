@@ -78,6 +78,9 @@ async def _fix(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
     error = started.exception() if started.done() else None
     if error is not None:
         raise error
+    refusal = started.result() if started.done() else None
+    if isinstance(refusal, str):
+        return {"ok": False, "error": refusal}
     return {"ok": True}
 
 

@@ -26,6 +26,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { insertBelow } from './cells';
+import { withdrawFix } from './fixturn';
 import { appendVisible, linesText, warning } from './invisible';
 import { forEachNotebookKernel } from './kernels';
 
@@ -315,6 +316,7 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
   );
   const layout = cell.layout as PanelLayout;
   layout.insertWidget(Math.min(2, layout.widgets.length), widget);
+  withdrawFix(layout);
   comm.onClose = () => {
     decided = true;
     widget.dispose();

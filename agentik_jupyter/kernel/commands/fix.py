@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agentik_jupyter.kernel.turn_options import parse_options
@@ -11,9 +12,27 @@ from agentik_jupyter.notebook.fix import HEADER, failure_from_cell, fix_prompt, 
 from agentik_jupyter.notebook.tools import load_notebook
 from agentik_jupyter.security.scrub import scrub
 
+_FIXING: dict[str, asyncio.Future[Any]] = {}
+"""The fix turn under way for each cell (queued or running): one at a time per cell."""
 
-async def fix_command(agent: Any, args: list[str]) -> None:
-    """`%agent fix [CELL_ID]`: a turn in this cell that fixes the last failure (or that cell's)."""
+
+def _under_way(cell_id: str | None) -> bool:
+    turn = _FIXING.get(cell_id) if cell_id else None
+    return turn is not None and not turn.done()
+
+
+def _track(cell_id: str | None, turn: asyncio.Future[Any]) -> None:
+    if cell_id:
+        _FIXING[cell_id] = turn
+        turn.add_done_callback(lambda done: _FIXING.pop(cell_id, None) if _FIXING.get(cell_id) is done else None)
+
+
+async def fix_command(agent: Any, args: list[str]) -> str | None:
+    """`%agent fix [CELL_ID]`: a turn in this cell that fixes the last failure (or that cell's).
+
+    A second fix of a cell whose fix is still queued or running is refused (returned and printed):
+    it would propose its change to a cell the first fix is about to change.
+    """
     shell = agent.shell
     failure = install(shell).last
     if args and (failure is None or failure.cell_id != args[0]):
@@ -29,9 +48,19 @@ async def fix_command(agent: Any, args: list[str]) -> None:
             "run the failing cell again, or name it with %agent fix CELL_ID."
         )
         return
+    if _under_way(failure.cell_id):
+        refusal = (
+            f"A fix of cell {failure.cell_id} is already under way: decide on its diff "
+            "(or stop its turn) before asking again."
+        )
+        print(f"agentik: {refusal}")
+        return refusal
     question = scrub(fix_question(failure))  # the key the session's expander finds the details by
     hold(shell, question, f"{HEADER}\n\n{fix_prompt(failure, shell.user_ns)}")
     if parse_options("").wait:
-        await run_cell_turn(shell, "", question)
+        waiting = asyncio.ensure_future(run_cell_turn(shell, "", question))
+        _track(failure.cell_id, waiting)
+        await waiting
     else:
-        start_cell_turn(shell, parse_options(""), question)
+        _track(failure.cell_id, start_cell_turn(shell, parse_options(""), question)[1])
+    return None
