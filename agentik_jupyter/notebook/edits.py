@@ -28,12 +28,13 @@ from agentik_jupyter.types import ToolOutput
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
 ACCEPTED = "The user accepted the edit"  # how every accepted edit's result begins (export.py reads it)
+REJECTED = "The user rejected the edit"  # how a rejected edit's result begins (its card says "rejected", not ✓)
 
 OUTCOMES = {
     "accepted": ACCEPTED + ": cell {id} now holds the new source (not run).",
     "accepted_and_run": ACCEPTED
     + "; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
-    "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
+    "rejected": REJECTED + ": cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
 }
