@@ -41,13 +41,13 @@ async def fix_command(agent: Any, args: list[str]) -> str | None:
         failure = failure_from_cell(found[1]) if found is not None else None
         if failure is None:
             print(f"agentik: cell {args[0]} shows no error to fix.")
-            return
+            return None
     if failure is None:
         print(
             "agentik: no cell has failed since the extension was loaded: "
             "run the failing cell again, or name it with %agent fix CELL_ID."
         )
-        return
+        return None
     if _under_way(failure.cell_id):
         refusal = (
             f"A fix of cell {failure.cell_id} is already under way: decide on its diff "
