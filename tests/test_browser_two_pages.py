@@ -12,6 +12,7 @@ change goes into the shared document once.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,8 @@ def shot(lab: Lab, name: str) -> None:
 @pytest.mark.parametrize("collaborative", [False, True], ids=["plain", "collaboration"])
 @pytest.mark.parametrize("app", APPS)
 def test_two_pages_edit_and_insert_land_once(tmp_path: Path, app: str, collaborative: bool) -> None:
+    if collaborative and importlib.util.find_spec("jupyter_server_ydoc") is None:
+        pytest.skip("jupyter-collaboration (a test dependency: pip install -e '.[test]') is not installed")
     with two_pages(tmp_path, app, collaborative) as (a, b):
         root = a.server.root
         target = on_disk(root).cells[CELL_DATA].id
