@@ -73,7 +73,9 @@ class ChatMessage(_Model):
 
     A `tool` message carries the ToolResult that answers one of the previous
     assistant message's tool calls. An assistant message with `error` set stands
-    for a failed turn in a resumed transcript; it is never sent to the model.
+    for a failed turn in a resumed transcript; it is never sent to the model. One with
+    `notice` set is something the user should know that is no failure (the session was
+    deleted, the turn starts a new one); never sent to the model either.
     """
 
     id: str = Field(default_factory=lambda: new_id("msg_"))
@@ -84,6 +86,7 @@ class ChatMessage(_Model):
     reasoning: str | None = None
     provider_blocks: list[dict[str, Any]] | None = None
     error: str | None = None
+    notice: str | None = None
     timestamp: float = Field(default_factory=now)
 
 

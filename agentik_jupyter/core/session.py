@@ -368,7 +368,7 @@ class Session:
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
-            self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))
+            self.chat_store.add_message(ChatMessage(role="assistant", notice=DELETED.format(id=was)))
         try:
             outcome = await self.orchestrator.run([*history, user_msg], context)
         except asyncio.CancelledError:

@@ -234,6 +234,8 @@ class ChatPanel:
                 out.append(HTML(value=STOPPED_HTML))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
+            elif m.notice is not None:
+                out.append(HTML(value=f'<div class="agentik-notice"><em>{escape(m.notice)}</em></div>'))
             elif m.content:
                 out.append(HTML(value=render_markdown(m.content), _dom_classes=ANSWER_CLASSES))
             for call in m.tool_calls or []:

@@ -234,6 +234,8 @@ export async function renderEntries(
         }
         case 'tool':
           return toolCard(entry, ctx);
+        case 'notice':
+          return el('div', 'agentik-notice', entry.message);
         default:
           return el('div', 'agentik-error', `⚠ ${entry.message}`);
       }
