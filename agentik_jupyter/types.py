@@ -73,7 +73,9 @@ class ChatMessage(_Model):
 
     A `tool` message carries the ToolResult that answers one of the previous
     assistant message's tool calls. An assistant message with `error` set stands
-    for a failed turn in a resumed transcript; it is never sent to the model.
+    for a failed turn in a resumed transcript; it is never sent to the model. One with
+    `notice` set is something the user should know that is no failure (the session was
+    deleted, the turn starts a new one); never sent to the model either.
     """
 
     id: str = Field(default_factory=lambda: new_id("msg_"))
@@ -90,6 +92,7 @@ class ChatMessage(_Model):
     error: str | None = None
     summary_of: list[str] | None = None
     """A compaction summary: the ids of the messages it stands for in working memory (the audit log keeps them)."""
+    notice: str | None = None
     timestamp: float = Field(default_factory=now)
 
 

@@ -60,8 +60,16 @@ def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
 
 @contextlib.contextmanager
 def jupyter(
-    root: Path, home: Path, *, app: str = "server", env: dict[str, str] | None = None, timeout: float = 60.0
+    root: Path,
+    home: Path,
+    *,
+    app: str = "server",
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    collaborative: bool = False,
 ) -> Iterator[RunningServer]:
+    """A Jupyter Server (or JupyterLab) on `root`. jupyter-collaboration (a test dependency) stays
+    off unless `collaborative`: one page per notebook document, as most users have it."""
     token = secrets.token_hex(16)
     port = free_port()
     log_path = home / f"jupyter-{app}.log"
@@ -78,6 +86,8 @@ def jupyter(
         "--ServerApp.open_browser=False",
         "--ServerApp.jpserver_extensions={'agentik_jupyter': True}",
     ]
+    if not collaborative:
+        args.append("--YDocExtension.disable_rtc=True")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--allow-root")
     if app == "lab":

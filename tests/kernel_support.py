@@ -450,11 +450,14 @@ print(_json.dumps({{
     "busy": _s.busy, "loading": _s.chat_store.loading, "error": _s.chat_store.error,
     "status": _s.agent_store.status, "active_tool": _s.agent_store.active_tool,
     "conversation": _s.conversation_id, "temporary": _s.temporary,
-    "messages": [{{"role": m.role, "content": m.content.strip(), "error": m.error}} for m in _s.chat_store.messages],
+    "messages": [
+        {{"role": m.role, "content": m.content.strip(), "error": m.error, **({{"notice": m.notice}} if m.notice else {{}})}}
+        for m in _s.chat_store.messages
+    ],
 }}))
 """
 """A cell that prints the current session's stores as JSON (parse it with ``parse_state``);
-message contents are trimmed."""
+message contents are trimmed; a message's `notice` only when it has one."""
 
 
 def parse_state(text: str) -> dict[str, Any]:

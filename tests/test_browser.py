@@ -391,8 +391,11 @@ def write_notebook(root: Path) -> None:
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, home: Path, srv: FakeLLMServer, *, artifact: str, **env: str) -> Iterator[RunningServer]:
+def lab_server(
+    root: Path, home: Path, srv: FakeLLMServer, *, artifact: str, collaborative: bool = False, **env: str
+) -> Iterator[RunningServer]:
     """JupyterLab on `root` talking to the fake LLM, its log saved as tests/artifacts/<artifact>.log.
+    Real-time collaboration (jupyter-collaboration) is off unless `collaborative`.
 
     The kernel must ask before run_code and must not wait in the cell: any AGENTIK_* the test
     runner has (AGENTIK_APPROVE=auto, AGENTIK_WAIT=1 for nbval...) is left out of its environment.
@@ -404,7 +407,14 @@ def lab_server(root: Path, home: Path, srv: FakeLLMServer, *, artifact: str, **e
             for name in [n for n in os.environ if n.startswith("AGENTIK_")]:
                 mp.delenv(name)
             server = stack.enter_context(
-                jupyter(root, home, app="lab", env={**srv.env(), **env, "PATH": path}, timeout=60)
+                jupyter(
+                    root,
+                    home,
+                    app="lab",
+                    env={**srv.env(), **env, "PATH": path},
+                    timeout=60,
+                    collaborative=collaborative,
+                )
             )
         stack.callback(lambda: save_artifact(f"{artifact}.log", server.log()))
         yield server

@@ -25,8 +25,14 @@ from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "proposal_demo.ipynb"
 CELL_LOAD, CELL_ASK = range(2)
-SOURCES = ["%load_ext agentik_jupyter", "%%agent\nPropose a cell that doubles x."]
+CELL_WAIT = 3  # after the first test's proposed cell
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "%%agent\nPropose a cell that doubles x.",
+    "%%agent --wait\nPropose a cell that triples x.",
+]
 CODE = "x = 21\nprint('DOUBLE', x * 2)"
+WAIT_CODE = "x = 14\nprint('TRIPLE', x * 3)"
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +43,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield lab
 
 
-def saved_proposal(lab: Lab) -> Any:
+def saved_proposal(lab: Lab, code: str = CODE) -> Any:
     """The proposed cell as the saved notebook holds it, or None before the save lands."""
     try:
         nb = nbformat.read(lab.server.root / NOTEBOOK, as_version=4)
     except Exception:
         return None
-    found = [c for c in nb.cells if CODE in c.source]
+    found = [c for c in nb.cells if code in c.source]
     return found[0] if found else None
 
 
@@ -70,3 +76,26 @@ def test_an_inserted_cell_is_marked_as_an_unrun_proposal(lab: Lab) -> None:
     assert "agentik-proposal" in cell.metadata.get("tags", [])
     assert cell.execution_count is None and cell.outputs == []
     assert "DOUBLE 42" not in lab.text(lab.page.locator(".jp-Notebook"))  # what running it would print
+
+
+def test_a_wait_turns_inserted_cell_is_marked_too(lab: Lab) -> None:
+    """`%%agent --wait`: the cell the turn proposes carries the same marks (not a bare payload cell)."""
+    lab.srv.push(
+        Reply.tool_calls([{"name": "insert_cell", "args": {"source": WAIT_CODE}}]),
+        Reply.text("Review the cell below. END-WAIT"),
+    )
+    run_cell(lab, CELL_WAIT)
+    lab.wait(lambda: "END-WAIT" in lab.text(lab.output(CELL_WAIT)), 60, "the --wait turn to end")
+    proposed = lab.cell(CELL_WAIT + 1)
+    editor = proposed.locator(".jp-InputArea-editor .cm-content")
+    lab.wait(
+        lambda: lab.text(editor) == f"{PROPOSAL_LINE}\n{WAIT_CODE}", 10, "the marked proposal below the --wait cell"
+    )
+    assert "TRIPLE 42" not in lab.text(lab.page.locator(".jp-Notebook"))  # not run
+    proposed.locator(".jp-InputArea-prompt").click()
+    lab.page.keyboard.press("Control+s")
+    cell = lab.wait(lambda: saved_proposal(lab, WAIT_CODE), 20, "the saved notebook to hold the --wait proposal")
+    assert cell.metadata.get("agentik") == {"proposal": True}
+    assert "agentik-proposal" in cell.metadata.get("tags", [])
+    nb = nbformat.read(lab.server.root / NOTEBOOK, as_version=4)
+    assert sum(WAIT_CODE in c.source for c in nb.cells) == 1  # once

@@ -133,3 +133,29 @@ def test_a_frontend_that_never_answers_costs_one_timeout(kernel: RawKernel) -> N
     assert payloads == [f"{PROPOSAL_LINE}\na = 1\n\nb = 2"]  # one proposal comment for the merged cell
     # only the first proposal asked (and waited); the second went straight to the payload
     assert len(inserts(kernel)) == 1
+
+
+def test_a_wait_turn_inserts_through_the_extension_when_one_answered_the_hello(kernel: RawKernel) -> None:
+    """`%%agent --wait` proposals carry their marks too: the extension inserts (and tags) them,
+    not IPython's payload, once an extension has answered the kernel's hello."""
+    start = START_TURN.replace('CellAnchor(cell_id="asking")', 'CellAnchor(cell_id="asking", in_request=True)')
+    start = "from agentik_jupyter.notebook import page\npage._features['live_text'] = 1\n" + start
+    assert kernel.execute(start).ok
+    first = next_request(kernel, 0)
+    assert first["data"]["after_cell_id"] == "asking"
+    ack(kernel, first, "new-1")
+    second = next_request(kernel, 1)
+    assert second["data"]["after_cell_id"] == "new-1"
+    ack(kernel, second, "new-2")
+    texts, payloads = turn_result(kernel)
+    assert all(text.startswith("Inserted a new code cell") for text in texts), texts
+    assert payloads == []  # no unmarked copy through set_next_input
+
+
+def test_a_wait_turn_without_an_extension_keeps_the_payload_route(kernel: RawKernel) -> None:
+    """nbclient, papermill, VS Code: nothing answered the hello, so no request and no wait."""
+    start = START_TURN.replace('CellAnchor(cell_id="asking")', 'CellAnchor(cell_id="asking", in_request=True)')
+    assert kernel.execute(start).ok
+    texts, payloads = turn_result(kernel)
+    assert all(text.startswith("Proposed a new code cell") for text in texts), texts
+    assert inserts(kernel) == []

@@ -113,3 +113,29 @@ def test_fix_starts_the_turn_and_displays_it_under_the_request(kernel: tuple[Raw
     shown = shown_under(k, parent)
     assert "FIX-ANSWER" in shown and "Fix the failed cell" in shown, shown[-2000:]
     assert "%agent fix" not in shown
+
+
+def test_a_second_fix_of_a_cell_whose_fix_is_under_way_is_refused(tmp_path: Path) -> None:
+    """A stale "Fix with agent" clicked while the first fix still runs starts no second turn."""
+    with FakeLLMServer(chunk_delay=0.1) as server:
+        k = RawKernel(kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "s.agentik.db")), tmp_path)
+        try:
+            k.text("%load_ext agentik_jupyter\ntotal = 21")
+            fail_in_cell(k, "cell-broken")
+            server.push(Reply.text(" ".join(["Looking"] * 150) + " FIRST-FIX"))  # about 15 s of streaming
+            first, parent = open_control(k, {"action": "fix", "cell_id": "cell-broken"})
+            assert answer(k, first) == {"ok": True}
+            second, _ = open_control(k, {"action": "fix", "cell_id": "cell-broken"})
+            refused = answer(k, second)
+            assert refused["ok"] is False and "already under way" in refused["error"], refused
+            deadline = time.monotonic() + 60
+            while "FIRST-FIX" not in shown_under(k, parent) and time.monotonic() < deadline:
+                k.drain(0.1)
+            assert "FIRST-FIX" in shown_under(k, parent)
+            assert len(server.requests) == 1  # one fix turn asked the model
+            # once the first fix has ended, the cell can be fixed again
+            server.push(Reply.text("Again. SECOND-FIX"))
+            third, _ = open_control(k, {"action": "fix", "cell_id": "cell-broken"})
+            assert answer(k, third) == {"ok": True}
+        finally:
+            k.close()

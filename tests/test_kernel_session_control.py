@@ -163,11 +163,12 @@ def test_a_deleted_session_is_replaced_by_a_new_one_on_the_next_turn(tmp_path: P
             now = state(k)
             assert now["conversation"] not in (None, old)
             notice = f"The session {old} was deleted; this turn starts a new session."
-            assert [(m["content"], m["error"]) for m in now["messages"]] == [
-                ("Second question", None),
-                ("", notice),
-                ("Second answer.", None),
+            assert [(m["content"], m["error"], m.get("notice")) for m in now["messages"]] == [
+                ("Second question", None, None),
+                ("", None, notice),
+                ("Second answer.", None, None),
             ]
+            assert f"Error: {notice}" not in second.text and f"Note: {notice}" in second.text  # no failure
             assert roles(audit(db_path, now["conversation"])) == ["UserMessage", "AssistantMessage"]
             assert ask(k, {"action": "active"}) == {"ok": True, "id": now["conversation"]}
             server.push(Reply.text("Third answer."))

@@ -280,3 +280,30 @@ async def test_status_says_when_a_tool_waits_for_approval() -> None:
     await orch.run(user())
     assert seen == ["run_code" + AWAITING_APPROVAL]
     assert chat.messages[1].tool_result.result == "ran"
+
+
+async def test_a_tools_time_leaves_out_the_users_thinking() -> None:
+    """An approval (or a diff) the user takes a while to decide is not the tool's time."""
+    from agentik_jupyter.tools.status import waiting_on
+
+    reg = ToolRegistry()
+    reg.add(ToolDefinition(name="run_code", policy="ask", execute=lambda: "ran"))
+
+    async def wait_for_a_diff() -> str:
+        waiting_on("the diff on cell 2")
+        await asyncio.sleep(1.5)  # the user reads the diff
+        waiting_on(None)
+        return "accepted"
+
+    reg.add(ToolDefinition(name="edit_cell", policy="auto", execute=wait_for_a_diff))
+
+    async def approver(call, definition) -> bool:
+        await asyncio.sleep(1.5)  # the user reads the code
+        return True
+
+    steps = [Step.call("run_code"), Step.call("edit_cell"), Step.say("ok")]
+    orch, _, chat, _, _ = make(steps, reg, approver=approver)
+    await orch.run(user())
+    results = [m.tool_result for m in chat.messages if m.tool_result is not None]
+    assert [r.result for r in results] == ["ran", "accepted"]
+    assert all(r.duration_ms is not None and r.duration_ms < 1000 for r in results), [r.duration_ms for r in results]

@@ -37,10 +37,11 @@ async def test_the_turn_after_a_delete_starts_clean(tmp_path: Path) -> None:
     assert session.conversation_id not in (None, old)
     assert session.title == "a new question" and session.older_before is None
     assert [m.content for m in transport.requests[0].messages] == ["a new question"]
-    assert [(m.content, m.error) for m in session.chat_store.messages] == [
-        ("a new question", None),
-        ("", DELETED.format(id=old)),
-        ("fresh answer", None),
+    # a notice, not an error: the turn succeeds
+    assert [(m.content, m.error, m.notice) for m in session.chat_store.messages] == [
+        ("a new question", None, None),
+        ("", None, DELETED.format(id=old)),
+        ("fresh answer", None, None),
     ]
     assert [c.id for c in await db.list_conversations()] == [session.conversation_id]
     await session.aclose()

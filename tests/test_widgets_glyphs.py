@@ -125,3 +125,15 @@ def test_no_widget_or_extension_source_draws_an_emoji() -> None:
         if emoji(line) or [c for c in line if ord(c) in NO_TEXT_FONT]
     ]
     assert found == [], found
+
+
+def test_a_rejected_edit_is_marked_rejected_not_done() -> None:
+    """The user said no: the card says "rejected" with its own mark, never the ✓ of a done tool."""
+    from agentik_jupyter.notebook.edits import OUTCOMES
+
+    call = ToolCall(id="c1", name="edit_cell", args={"cell_id": "a1", "new_source": "x = 2"})
+    rejected = ToolResult(tool_call_id="c1", name="edit_cell", result=OUTCOMES["rejected"].format(id="a1"))
+    line = cards.card_title(call, rejected)
+    assert line.startswith("⊘ edit_cell(") and " · rejected" in line and "✓" not in line, line
+    accepted = ToolResult(tool_call_id="c1", name="edit_cell", result=OUTCOMES["accepted"].format(id="a1"))
+    assert cards.card_title(call, accepted).startswith("✓ edit_cell(")

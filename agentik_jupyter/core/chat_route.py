@@ -169,7 +169,7 @@ def _params(
 ) -> ChatParams:
     return ChatParams(
         model=config.model,
-        messages=[m for m in messages if m.error is None],
+        messages=[m for m in messages if m.error is None and m.notice is None],
         system_prompt=build_system_prompt(context, environ),
         tool_schemas=tool_schemas,
         cache_key=context.session_key if context is not None else None,

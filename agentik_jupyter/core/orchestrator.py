@@ -140,6 +140,27 @@ def _unique_ids(calls: list[ProviderToolCall], iteration: int) -> list[ProviderT
     return out
 
 
+class _UserWait:
+    """The time one tool call spent waiting for the user (an approval, a diff to accept or reject)."""
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+        self._total = 0.0
+
+    def mark(self, where: str | None) -> None:
+        """`where` set: the user has to act from now; None: they answered."""
+        now = time.perf_counter()
+        if where is not None and self._since is None:
+            self._since = now
+        elif where is None and self._since is not None:
+            self._total += now - self._since
+            self._since = None
+
+    def total(self) -> float:
+        running = time.perf_counter() - self._since if self._since is not None else 0.0
+        return self._total + running
+
+
 class Orchestrator:
     def __init__(
         self,
@@ -294,13 +315,16 @@ class Orchestrator:
     async def _run_tool(self, call: ToolCall, parse_error: str | None) -> ToolResult:
         self.agent_store.set_status("processing")
         self.agent_store.set_active_tool(call.name)
+        waited = _UserWait()
         started = time.perf_counter()
-        result = scrub_result(await self._execute(call, parse_error))
-        result.duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        result = scrub_result(await self._execute(call, parse_error, waited))
+        # the tool's own time: the user's thinking (an approval, a diff to decide) is not the tool's
+        elapsed = time.perf_counter() - started - waited.total()
+        result.duration_ms = round(max(elapsed, 0.0) * 1000, 1)
         self.emit(ToolResultEvent(result=result))
         return result
 
-    async def _execute(self, call: ToolCall, parse_error: str | None) -> ToolResult:
+    async def _execute(self, call: ToolCall, parse_error: str | None, waited: _UserWait) -> ToolResult:
         definition = self.registry.get(call.name)
         rejected = check_call(call, definition, parse_error)
         if rejected is not None or definition is None:
@@ -311,7 +335,11 @@ class Orchestrator:
             )
         if definition.policy == "ask":
             self.agent_store.set_active_tool(call.name + AWAITING_APPROVAL)
-            approved = await self.approver(call, definition) if self.approver else False
+            waited.mark("the approval")
+            try:
+                approved = await self.approver(call, definition) if self.approver else False
+            finally:
+                waited.mark(None)
             self.agent_store.set_active_tool(call.name)
             if not approved:
                 return ToolResult(
@@ -321,7 +349,12 @@ class Orchestrator:
                 )
         args = coerce_arguments(call.args, definition.parameters)
         try:
-            waiting = noting(lambda where: self.agent_store.set_active_tool(tool_label(call.name, where)))
+
+            def on_wait(where: str | None) -> None:
+                waited.mark(where)
+                self.agent_store.set_active_tool(tool_label(call.name, where))
+
+            waiting = noting(on_wait)
             with waiting, interruptible(on_interrupt=self.stop.set):  # Interrupt raises in the tool's own code
                 value = await run_tool(definition, args)
         except asyncio.CancelledError:

@@ -388,7 +388,7 @@ class Session(LongSession):
             self.checkpoints.begin_turn(self._turn_id, self.conversation_id, len(history))
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
-            self.chat_store.add_message(ChatMessage(role="assistant", error=DELETED.format(id=was)))
+            self.chat_store.add_message(ChatMessage(role="assistant", notice=DELETED.format(id=was)))
         if self._notice:  # a compaction, shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=self._notice))
             self._notice = None

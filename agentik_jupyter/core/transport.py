@@ -76,7 +76,9 @@ class ServerTransport:
         import httpx2
 
         body: dict[str, Any] = {
-            "messages": [m.model_dump(mode="json") for m in messages if m.error is None],
+            "messages": [
+                m.model_dump(mode="json", exclude={"notice"}) for m in messages if m.error is None and m.notice is None
+            ],
             "context": context.model_dump(mode="json") if context else None,
             "tools": [t.model_dump(mode="json") for t in tool_schemas],
         }

@@ -37,7 +37,7 @@ class WriteThrough:
         self._pending: set[asyncio.Future[Any]] = set()
 
     def message(self, message: ChatMessage) -> None:
-        if message.role == "assistant" and message.error is None:
+        if message.role == "assistant" and message.error is None and message.notice is None:
             self._schedule(
                 AssistantMessage(
                     id=message.id,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.core import mainloop
 from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
+from agentik_jupyter.notebook.requests import asked_from, page_of
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -80,6 +81,9 @@ async def _fix(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
     error = started.exception() if started.done() else None
     if error is not None:
         raise error
+    refusal = started.result() if started.done() else None
+    if isinstance(refusal, str):
+        return {"ok": False, "error": refusal}
     return {"ok": True}
 
 
@@ -130,10 +134,12 @@ def _opened(shell: InteractiveShell, comm: Any, msg: dict[str, Any]) -> None:
     """Comm callbacks may run on a subshell thread: the work (and the reply) happen on the
     kernel's main loop, where turns and their sessions live."""
     data = msg.get("content", {}).get("data")
+    page = page_of(msg)  # the page that asked: a fix turn's requests to the notebook name it
 
     async def reply() -> None:
         try:
-            comm.send(await answer(shell, data))
+            with asked_from(page):
+                comm.send(await answer(shell, data))
         finally:
             comm.close()
 

@@ -15,6 +15,7 @@ from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.kernel.agent import get_agent
 from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options
 from agentik_jupyter.notebook.cells import CellAnchor, anchored, asking_cell_id
+from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.publish import display_now, update_now
@@ -45,7 +46,9 @@ def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tu
         session.approval_presenter = view.present_approval
         view.attach()
 
-    with anchored(anchor):  # insert_cell proposals go below this cell (the task copies the context)
+    # insert_cell proposals go below this cell, and the page that ran it answers the turn's
+    # requests to the notebook (the task copies the context)
+    with anchored(anchor), asked_from(asking_page(shell)):
         task = session.start_turn(
             text,
             model=opts.model,

@@ -2,9 +2,11 @@
 
 Two routes, chosen per turn by the anchor the turn was started with:
 
-- **In the request** (`%%agent --wait`, or no anchor): IPython's `set_next_input`. The
-  proposal rides on the execute_reply of the cell being run, so every frontend shows it
-  right below that cell.
+- **In the request** (`%%agent --wait`, or no anchor) without the extension (nbclient,
+  papermill, VS Code): IPython's `set_next_input`. The proposal rides on the execute_reply of
+  the cell being run, so every frontend shows it right below that cell, but unmarked: a
+  payload carries no metadata. When the extension answered the kernel's hello (notebook/page.py),
+  a `--wait` turn's cells take the extension's route below, and so carry their marks.
 - **From the background** (a default `%%agent` cell, the chat panel): the cell that asked
   has already replied, so a payload would wait for the next cell the user runs. Instead
   the kernel asks the notebook extension (`insert_cell`, through the one request/answer
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.notebook import page
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.types import ToolOutput
@@ -86,7 +89,8 @@ async def propose_cell(shell: InteractiveShell, source: str) -> ToolOutput:
     if not source.strip():
         raise ValueError("source is empty; pass the code of the cell to propose")
     anchor = ANCHOR.get()
-    if anchor is not None and not anchor.in_request and getattr(shell, "kernel", None) is not None:
+    through_extension = anchor is not None and (not anchor.in_request or page.live_text())
+    if through_extension and anchor is not None and getattr(shell, "kernel", None) is not None:
         cell_id = await _insert(source, anchor.cell_id)
         if cell_id is not None:
             anchor.cell_id = cell_id

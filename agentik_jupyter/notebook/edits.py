@@ -28,12 +28,13 @@ from agentik_jupyter.types import ToolOutput
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
 ACCEPTED = "The user accepted the edit"  # how every accepted edit's result begins (export.py reads it)
+REJECTED = "The user rejected the edit"  # how a rejected edit's result begins (its card says "rejected", not ✓)
 
 OUTCOMES = {
     "accepted": ACCEPTED + ": cell {id} now holds the new source (not run).",
     "accepted_and_run": ACCEPTED
     + "; cell {id} runs once the kernel is free (read_notebook(cell_id={id!r}) shows its outputs then).",
-    "rejected": "The user rejected the edit: cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
+    "rejected": REJECTED + ": cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
 }
@@ -70,11 +71,19 @@ def unified_diff(old: str, new: str, cell_id: str) -> str:
 
 
 def diff_html(diff: str) -> str:
-    """The diff for the tool card: added lines green, removed red, escaped, hidden characters as badges."""
+    """The diff for the tool card: added lines green, removed red, escaped, hidden characters as badges.
+
+    The inline colours (dark text on pale green / pink) are for GitHub and nbviewer; in JupyterLab
+    the extension's CSS gives the lines the theme's colours (legible in the dark theme too).
+    """
     rows = []
     for line in diff.splitlines():
-        colour = "#e6ffec" if line.startswith("+") else "#ffebe9" if line.startswith("-") else "transparent"
-        rows.append(f'<div style="background:{colour}">{invisible.escape_visible(line) or "&nbsp;"}</div>')
+        kind = "added" if line.startswith("+") else "removed" if line.startswith("-") else "same"
+        style = {"added": "background:#e6ffec;color:#1f2328", "removed": "background:#ffebe9;color:#1f2328"}
+        rows.append(
+            f'<div class="agentik-diff-line agentik-diff-{kind}" style="{style.get(kind, "")}">'
+            f"{invisible.escape_visible(line) or '&nbsp;'}</div>"
+        )
     return (
         invisible.warning_html(diff, "This change")
         + '<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'

@@ -21,6 +21,11 @@ _COMMITTED = (
 )
 
 
+def _payload(message: ChatMessage) -> str:
+    """The message as stored; a notice is never stored, so rows stay as earlier versions read them."""
+    return scrub(message.model_dump_json(exclude={"notice"}))
+
+
 def is_committed(conn: sqlite3.Connection, conversation_id: str, turn_id: str) -> bool:
     """The turn's answer is in working memory (its question alone does not count)."""
     return conn.execute(_COMMITTED, (conversation_id, turn_id)).fetchone() is not None
@@ -39,7 +44,7 @@ def insert_working(
         for question in (m for m in messages if m.role == "user"):
             conn.execute(
                 "UPDATE working_memory SET payload_json = ? WHERE conversation_id = ? AND turn_id = ?",
-                (scrub(question.model_dump_json()), conversation_id, turn_id),
+                (_payload(question), conversation_id, turn_id),
             )
         messages = [m for m in messages if m.role != "user"]
     order = conn.execute(
@@ -55,5 +60,5 @@ def insert_working(
             "INSERT INTO working_memory"
             " (conversation_id, turn_id, order_idx, source_message_id, payload_json, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            (conversation_id, turn_id, order, source[0] if source else None, scrub(message.model_dump_json()), created),
+            (conversation_id, turn_id, order, source[0] if source else None, _payload(message), created),
         )

@@ -13,6 +13,18 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "agentik_jupyter.server"}]
 
 
+SQLITE_COMPANIONS = ("*.agentik.db-wal", "*.agentik.db-shm", "*.agentik.db-journal")
+"""SQLite's working files beside each sessions file: not the user's, so not in the file browser."""
+
+
+def hide_sqlite_companions(contents_manager: Any) -> None:
+    """Add SQLITE_COMPANIONS to the contents manager's hidden names (the sessions file stays listed)."""
+    globs = list(getattr(contents_manager, "hide_globs", None) or [])
+    missing = [glob for glob in SQLITE_COMPANIONS if glob not in globs]
+    if missing and hasattr(contents_manager, "hide_globs"):
+        contents_manager.hide_globs = [*globs, *missing]
+
+
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     taken = take_provider_secrets()
     if taken:
@@ -21,6 +33,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
             ", ".join(taken),
         )
     setup_handlers(serverapp.web_app, serverapp)
+    hide_sqlite_companions(getattr(serverapp, "contents_manager", None))
     serverapp.log.info("agentik_jupyter: /agentik/api/chat, /agentik/api/sessions and /agentik/api/events ready")
 
 

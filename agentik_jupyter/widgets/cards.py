@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from agentik_jupyter.notebook.edits import REJECTED
 from agentik_jupyter.security import invisible
 from agentik_jupyter.tools.vision import RASTER_TYPES
 from agentik_jupyter.types import ToolCall, ToolResult
@@ -64,12 +65,13 @@ def _args_summary(args: dict[str, Any]) -> str:
 
 
 def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
-    """Plain text (never HTML): '✓ name(args) · 12 ms'."""
+    """Plain text (never HTML): '✓ name(args) · 12 ms'; a rejected edit is '⊘ … · rejected', not a ✓."""
     head = f"{call.name}({_args_summary(call.args)})"
     if result is None:
         return f"⚙ {head} · running…"
-    mark = "✗" if result.error is not None else "✓"
-    tail = " · error" if result.error is not None else ""
+    rejected = result.error is None and isinstance(result.result, str) and result.result.startswith(REJECTED)
+    mark = "✗" if result.error is not None else "⊘" if rejected else "✓"
+    tail = " · error" if result.error is not None else " · rejected" if rejected else ""
     if timings and result.duration_ms is not None:
         tail += f" · {result.duration_ms:,.0f} ms"
     return f"{mark} {head}{tail}"

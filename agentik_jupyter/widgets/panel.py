@@ -22,6 +22,7 @@ from agentik_jupyter.core.rewind import REWOUND_PREFIX
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.notebook.cells import CellAnchor, anchored
+from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage, End, Event, StartResponse, ToolCall
@@ -140,7 +141,8 @@ class ChatPanel:
         if not message:
             return None
 
-        with anchored(CellAnchor()):  # insert_cell proposals go below the active cell
+        # insert_cell proposals go below the active cell of the page whose Send this is
+        with anchored(CellAnchor()), asked_from(asking_page()):
             self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
         ahead = self.session.ahead_of(self.last_task)
         self.notice.value = f"<em>Queued ({ahead} ahead)</em>" if ahead else ""
@@ -266,6 +268,8 @@ class ChatPanel:
                 out.append(HTML(value=f'<div class="agentik-rewound">↶ {escape(m.error)}</div>'))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
+            elif m.notice is not None:
+                out.append(HTML(value=f'<div class="agentik-notice"><em>{escape(m.notice)}</em></div>'))
             elif m.content:
                 out.append(HTML(value=render_markdown(m.content), _dom_classes=ANSWER_CLASSES))
             for call in m.tool_calls or []:

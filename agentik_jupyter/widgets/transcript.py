@@ -69,6 +69,8 @@ def transcript_entries(messages: Sequence[ChatMessage], question: str | None = N
             if m.error is not None:
                 code = "notice" if is_compaction(m.error) else None  # news, not a failure
                 entries.append({"role": "error", "message": m.error, "code": code})
+            elif m.notice is not None:
+                entries.append({"role": "notice", "message": m.notice})
             elif m.content:
                 entries.append({"role": "assistant", "content": m.content})
             for call in m.tool_calls or []:
@@ -140,6 +142,8 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
             lines.append(f"Agent: {_head(e['content'], 'HTML output')}")
         elif e["role"] == "error":
             lines.append(e["message"] if e.get("code") == "notice" else f"Error: {e['message']}")
+        elif e["role"] == "notice":
+            lines.append(f"Note: {e['message']}")
         else:
             call, result = _entry_call(e)
             outcome = (
@@ -171,6 +175,8 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             out.append(f'<div class="agentik-notice" style="opacity:0.75">{escape(e["message"])}</div>')
         elif e["role"] == "error":
             out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
+        elif e["role"] == "notice":
+            out.append(f'<div class="agentik-notice"><em>{escape(e["message"])}</em></div>')
         else:
             out.append(card_html(*_entry_call(e)))
     parts = [ending_text(payload.get("status"), payload.get("failed_tools", 0))]
@@ -257,7 +263,8 @@ def transcript_bundle(
             "truncated": int,                              # characters cut from result
             "error": str | null, "duration_ms": float | null,
             "display": {"text/html": str (sanitised), "image/png": base64, ...} | null},
-           {"role": "error", "message": str, "code": str | null}]}
+           {"role": "error", "message": str, "code": str | null} |
+           {"role": "notice", "message": str}]}
 
     Entries are in conversation order; a tool entry with neither result nor error
     never finished. Every string is untrusted text except `display["text/html"]`,

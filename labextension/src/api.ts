@@ -38,7 +38,13 @@ export interface IErrorEntry {
   code?: string | null;
 }
 
-export type TranscriptEntry = IUserEntry | IAssistantEntry | IToolEntry | IErrorEntry;
+/** Something the user should know that is no failure (a deleted session: the turn starts a new one). */
+export interface INoticeEntry {
+  role: 'notice';
+  message: string;
+}
+
+export type TranscriptEntry = IUserEntry | IAssistantEntry | IToolEntry | IErrorEntry | INoticeEntry;
 
 export interface IUsage {
   input_tokens?: number | null;

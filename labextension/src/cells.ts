@@ -15,8 +15,11 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 /** The tag every proposed cell carries. */
 export const PROPOSAL_TAG = 'agentik-proposal';
 
-/** Insert `source` as a code cell below `afterCellId` (or the active cell); the new cell's id. */
-export function insertBelow(panel: NotebookPanel, source: string, afterCellId: string | null): string | null {
+/**
+ * Insert `source` as a code cell below `afterCellId` (or the active cell); the new cell's id.
+ * `id`: the id another page gave the same cell (a second page follows the first one's insert).
+ */
+export function insertBelow(panel: NotebookPanel, source: string, afterCellId: string | null, id?: string): string | null {
   const notebook = panel.content;
   const shared = notebook.model?.sharedModel;
   if (!shared) {
@@ -27,6 +30,7 @@ export function insertBelow(panel: NotebookPanel, source: string, afterCellId: s
     index = notebook.activeCellIndex;
   }
   const cell = shared.insertCell(Math.min(index + 1, shared.cells.length), {
+    ...(id ? { id } : {}),
     cell_type: 'code',
     source,
     metadata: { agentik: { proposal: true }, tags: [PROPOSAL_TAG] }

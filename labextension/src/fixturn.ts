@@ -122,6 +122,14 @@ class FixButton extends Widget {
   }
 }
 
+/**
+ * The cell's "Fix with agent" goes once a change is proposed on it (a fix under way, whichever way
+ * it started): a second fix would propose its change to the cell the first is about to change.
+ */
+export function withdrawFix(layout: PanelLayout): void {
+  removeAll(layout, FIX_BUTTON);
+}
+
 function removeAll(layout: PanelLayout, className: string): void {
   for (const widget of [...layout.widgets]) {
     if (widget.hasClass(className)) {

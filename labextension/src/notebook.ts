@@ -14,12 +14,21 @@
  * the cells it inserted, each only if the user has not changed it since.
  * The diff says both sides' line counts and shows invisible or direction-changing characters
  * as badges under a warning (invisible.ts), so the cell cannot read other than it will run.
+ *
+ * One answer per request, whatever the number of pages: every page holding the notebook's kernel
+ * sees the request. It names the page that asked (its kernel connection's client id); only that
+ * page answers, every other one answers `standby` with its id, and the kernel names one of those
+ * when the request names no page or the named one stays silent. Every reply carries its page.
+ * With collaboration the change goes into the shared document once, and every page shows it; without,
+ * the answering page saves the notebook after an accepted change or an inserted cell, and the
+ * pages that stood by load the saved file when the request ends (unless they hold unsaved changes).
  */
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { insertBelow } from './cells';
+import { withdrawFix } from './fixturn';
 import { appendVisible, linesText, warning } from './invisible';
 import { forEachNotebookKernel } from './kernels';
 
@@ -49,6 +58,7 @@ interface IRequest {
   cell_ids?: string[];
   changes?: IChange[];
   title?: string;
+  page?: string | null;
 }
 
 type Reply = Record<string, unknown>;
@@ -60,8 +70,85 @@ function isRequest(data: unknown): data is IRequest {
 
 function answer(kernel: Kernel.IKernelConnection, requestId: string, data: Reply): void {
   const reply = kernel.createComm(REPLY_TARGET);
-  reply.open({ request_id: requestId, ...data });
+  reply.open({ request_id: requestId, page: kernel.clientId, ...data });
   reply.close();
+}
+
+/** Actions that change the notebook: the pages that stood by follow the saved file after them. */
+const CHANGES: readonly string[] = ['edit_cell', 'delete_cell', 'insert_cell'];
+
+/**
+ * Without collaboration each page holds its own copy of the notebook: save the change, so the
+ * pages that stood by (and the file on disk) have it. With collaboration the shared document
+ * already carries it to every page, and the server saves it.
+ */
+async function saveForOthers(panel: NotebookPanel): Promise<void> {
+  if (panel.context.model.collaborative === true || panel.isDisposed) {
+    return;
+  }
+  try {
+    await panel.context.save();
+  } catch (error) {
+    console.warn('agentik: could not save the notebook after the change', error);
+  }
+}
+
+/**
+ * Answer `standby`. When the request ends (the kernel closes it, saying how), follow a change the
+ * answering page made: load the saved file, or, holding unsaved changes of its own (JupyterLab
+ * marks a notebook changed when its kernel connects), make the same change in place.
+ */
+function standBy(
+  panel: NotebookPanel,
+  kernel: Kernel.IKernelConnection,
+  comm: Kernel.IComm,
+  request: IRequest,
+  answered: Set<string>
+): void {
+  const focused = document.hasFocus() && document.visibilityState === 'visible';
+  answer(kernel, request.request_id, { phase: 'standby', focused });
+  if (!CHANGES.includes(request.action)) {
+    return;
+  }
+  comm.onClose = msg => {
+    const model = panel.context.model;
+    if (answered.has(request.request_id) || panel.isDisposed || model.collaborative === true) {
+      return;
+    }
+    const outcome = ((msg.content.data ?? {}) as { outcome?: { status?: string; cell_id?: string } }).outcome ?? {};
+    const changed = outcome.status === 'accepted' || outcome.status === 'accepted_and_run' || (outcome.status === 'ok' && !!outcome.cell_id);
+    if (!changed) {
+      return;
+    }
+    if (!model.dirty) {
+      void panel.context.revert().catch(error => console.warn('agentik: could not load the saved notebook', error));
+      return;
+    }
+    followInPlace(panel, request, outcome.cell_id ?? null);
+  };
+}
+
+/** The change another page made, made here too (once: a cell already there is left alone). */
+function followInPlace(panel: NotebookPanel, request: IRequest, newCellId: string | null): void {
+  const shared = panel.content.model?.sharedModel;
+  if (!shared) {
+    return;
+  }
+  if (request.action === 'insert_cell') {
+    if (newCellId && !shared.cells.some(cell => cell.id === newCellId)) {
+      insertBelow(panel, request.source ?? '', request.after_cell_id ?? null, newCellId);
+    }
+    return;
+  }
+  const index = shared.cells.findIndex(cell => cell.id === request.cell_id);
+  if (index < 0 || shared.cells[index].getSource() !== (request.expected_source ?? '')) {
+    return;
+  }
+  if (request.action === 'delete_cell') {
+    shared.deleteCell(index);
+  } else {
+    shared.cells[index].setSource(request.new_source ?? '');
+  }
 }
 
 /** A line diff (longest common subsequence): cells are small, so O(n·m) is fine. */
@@ -232,10 +319,12 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
         } else {
           still.cell.model.sharedModel.setSource(request.new_source ?? '');
           if (status === 'accepted_and_run') {
-            void runAndReport(panel, kernel, request, still.index);
+            void saveForOthers(panel).then(() => runAndReport(panel, kernel, request, still.index));
             return;
           }
         }
+        void saveForOthers(panel).then(() => answer(kernel, request.request_id, { phase: 'result', status }));
+        return;
       }
       answer(kernel, request.request_id, { phase: 'result', status });
     },
@@ -243,6 +332,7 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
   );
   const layout = cell.layout as PanelLayout;
   layout.insertWidget(Math.min(2, layout.widgets.length), widget);
+  withdrawFix(layout);
   comm.onClose = () => {
     decided = true;
     widget.dispose();
@@ -314,18 +404,25 @@ const FLASH = 'agentik-flash';
 const FLASH_MS = 1600;
 
 function listen(panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
+  const answered = new Set<string>(); // requests this page was named for (a second ask names it again)
   kernel.registerCommTarget(REQUEST_TARGET, (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg) => {
     const data = msg.content.data as unknown;
     if (!isRequest(data)) {
       return;
     }
+    if (data.page !== kernel.clientId) {
+      standBy(panel, kernel, comm, data, answered);
+      return;
+    }
+    answered.add(data.request_id);
     try {
       if (data.action === 'read') {
         const nb = panel.content.model?.toJSON() as { cells?: unknown[] } | undefined;
         answer(kernel, data.request_id, { phase: 'result', status: 'ok', path: panel.context.path, cells: nb?.cells ?? [] });
       } else if (data.action === 'insert_cell') {
         const cellId = insertBelow(panel, data.source ?? '', data.after_cell_id ?? null);
-        answer(kernel, data.request_id, { phase: 'result', status: cellId ? 'ok' : 'error', cell_id: cellId });
+        const reply = { phase: 'result', status: cellId ? 'ok' : 'error', cell_id: cellId };
+        void saveForOthers(panel).then(() => answer(kernel, data.request_id, reply));
       } else if (data.action === 'revert_cells') {
         answer(kernel, data.request_id, { phase: 'result', status: 'ok', results: revertCells(panel, data.changes ?? []) });
       } else if (data.action === 'run_cells') {

@@ -128,6 +128,9 @@ function argsSummary(args: Record<string, unknown>): string {
   return inner.length <= TITLE_ARGS_LIMIT ? inner : inner.slice(0, TITLE_ARGS_LIMIT - 1) + '…';
 }
 
+/** How a rejected edit's result begins (agentik_jupyter/notebook/edits.py REJECTED): its card says so, not ✓. */
+const REJECTED = 'The user rejected the edit';
+
 function cardTitle(tool: IToolEntry): string {
   const head = `${tool.name}(${argsSummary(tool.args ?? {})})`;
   if (tool.error !== null && tool.error !== undefined) {
@@ -137,6 +140,9 @@ function cardTitle(tool: IToolEntry): string {
     return `⚙ ${head} · no result`;
   }
   const ms = typeof tool.duration_ms === 'number' ? ` · ${Math.round(tool.duration_ms).toLocaleString()} ms` : '';
+  if (typeof tool.result === 'string' && tool.result.startsWith(REJECTED)) {
+    return `⊘ ${head} · rejected${ms}`;
+  }
   return `✓ ${head}${ms}`;
 }
 
@@ -228,6 +234,8 @@ export async function renderEntries(
         }
         case 'tool':
           return toolCard(entry, ctx);
+        case 'notice':
+          return el('div', 'agentik-notice', entry.message);
         default:
           // code "notice": news such as a compaction, not a failure
           return entry.code === 'notice'
