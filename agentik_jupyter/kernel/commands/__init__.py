@@ -74,7 +74,7 @@ async def run_command(shell: InteractiveShell, line: str) -> None:
     await handler(get_agent(shell), args)
 
 
-_COMMANDS: dict[str, Callable[[KernelAgent, list[str]], Awaitable[None]]] = {
+_COMMANDS: dict[str, Callable[[KernelAgent, list[str]], Awaitable[str | None]]] = {
     "status": status_command,
     "sessions": sessions_command,
     "resume": resume_command,
