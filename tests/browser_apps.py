@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .test_browser import Lab  # noqa: E402  (skips the module when chromium is missing)
+from tests.browser.test_browser import Lab  # noqa: E402  (skips the module when chromium is missing)
 
 APPS = ("jupyterlab", "notebook7")
 SIDEBAR = ".jp-AgentikSidebar"

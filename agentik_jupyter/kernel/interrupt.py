@@ -49,7 +49,7 @@ def install(
         mark()  # even if a tool swallows the KeyboardInterrupt, no further model call is made
         if asyncio.current_task(loop) is turn and lands_in_tool_code(frame):
             # tools/interruptible.py's handler usually raises first; but an async cell that ends while the
-            # tool runs puts this one back in its place (test_interrupt_after_cell.py): raise here too
+            # tool runs puts this one back in its place (tests/kernel/test_interrupt_after_cell.py): raise here too
             raise KeyboardInterrupt  # the turn's tool code runs: it ends there, and records itself
         loop.call_soon_threadsafe(stop)
 

@@ -51,7 +51,7 @@ C0_NAMES = (
 ).split()
 ALLOWED = frozenset("\n\t")
 # Every character `label` may name (and a few more): a C-speed first pass, each match confirmed by
-# `label`. Cf as of Unicode 15.1 (tests/test_invisible_chars.py checks it covers this Python's).
+# `label`. Cf as of Unicode 15.1 (tests/security/test_invisible_chars.py checks it covers this Python's).
 _CANDIDATES = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     r"\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ud800-\udfff\ufeff"

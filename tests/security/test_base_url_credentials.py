@@ -1,4 +1,4 @@
-"""A credential in LLM_BASE_URL is never shown (issue #21, item 5).
+"""A credential in LLM_BASE_URL is never shown.
 
 Only LLM_API_KEY was treated as the provider's secret, so a proxy password in the base URL's
 userinfo (`https://user:pw@host/v1`) or a key in its query (`?api-key=…`) showed in
@@ -19,8 +19,7 @@ import pytest
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.urls import redact_url
-
-from ..kernel_support import NotebookKernel, file_bytes, kernel_env, output_text
+from tests.kernel_support import NotebookKernel, file_bytes, kernel_env, output_text
 
 pytestmark = pytest.mark.timeout(180)
 

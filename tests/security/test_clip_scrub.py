@@ -1,4 +1,4 @@
-"""Clipping must not rebuild a masked secret (issue #21, item 3).
+"""Clipping must not rebuild a masked secret.
 
 A bounded view cuts long values: a repr is cut to a head and a tail, a table cell to its first
 characters. Cut before the scrubber ran, the pieces no longer match the whole secret, so each
@@ -22,8 +22,7 @@ from agentik_jupyter.security.scrub import forms, scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.tools.namespace import clip, short_repr
-
-from ..kernel_support import NotebookKernel, file_bytes, kernel_env
+from tests.kernel_support import NotebookKernel, file_bytes, kernel_env
 
 pytestmark = pytest.mark.timeout(180)
 

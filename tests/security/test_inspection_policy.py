@@ -1,4 +1,4 @@
-"""Inspection reads the user's data, not the process (issue #9, finding 2).
+"""Inspection reads the user's data, not the process.
 
 `inspect_variable` and `describe_dataframe` run without approval, so what they can reach
 is what any model (or any text a model read) can read. They take a user variable and a

@@ -25,8 +25,7 @@ from agentik_jupyter.errors import ChatRouteError, ConfigurationError
 from agentik_jupyter.providers.config import load_config
 from agentik_jupyter.security.scrub import install_log_filter, scrub
 from agentik_jupyter.testing import FakeLLMServer, Reply
-
-from ..kernel_support import NotebookKernel, file_bytes, kernel_env, output_text
+from tests.kernel_support import NotebookKernel, file_bytes, kernel_env, output_text
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -1,4 +1,4 @@
-"""#9 item 1: a project `mcp.json` starts nothing and expands nothing until the user trusts it.
+"""A project `mcp.json` starts nothing and expands nothing until the user trusts it.
 
 A notebook folder arrives with an `mcp.json` beside the notebook: a stdio server whose
 start leaves a mark on disk, and an HTTP server whose URL and header carry
@@ -21,8 +21,7 @@ import pytest
 
 from agentik_jupyter.security.trust import TrustStore, digest
 from agentik_jupyter.testing import FakeLLMServer, Reply
-
-from ..kernel_support import SECRET_KEY, RawKernel, kernel_env, output_text
+from tests.kernel_support import SECRET_KEY, RawKernel, kernel_env, output_text
 
 pytestmark = pytest.mark.timeout(180)
 MARKING = Path(__file__).parent.parent / "mcp_servers" / "marking_server.py"

@@ -1,4 +1,4 @@
-"""#21 item 7: the MCP trust card shows what a project `mcp.json` would set, not only names.
+"""The MCP trust card shows what a project `mcp.json` would set, not only names.
 
 A hostile project's `mcp.json` sets `NODE_OPTIONS=--require …` and `LD_PRELOAD=…` for its
 server and runs it from a folder of its choosing. Before the user trusts it, the card in a
@@ -19,8 +19,7 @@ import pytest
 
 from agentik_jupyter.mcp.project import summarize
 from agentik_jupyter.widgets.trust_card import trust_html
-
-from ..kernel_support import RawKernel, kernel_env
+from tests.kernel_support import RawKernel, kernel_env
 
 pytestmark = pytest.mark.timeout(120)
 

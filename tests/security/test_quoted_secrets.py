@@ -21,8 +21,7 @@ from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.tools.inspection import inspect_value
 from agentik_jupyter.tools.namespace import short_repr
-
-from ..kernel_support import NotebookKernel, file_bytes, kernel_env
+from tests.kernel_support import NotebookKernel, file_bytes, kernel_env
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -1,4 +1,4 @@
-"""Secrets under other names, and secret values that looked harmless (issue #21, item 4).
+"""Secrets under other names, and secret values that looked harmless.
 
 The scrubber masked the values of variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD*…,
 except values that looked like numbers, paths or URLs. So a database URL with its password,
@@ -19,8 +19,7 @@ import pytest
 
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.testing import FakeLLMServer, Reply
-
-from ..kernel_support import NotebookKernel, file_bytes, kernel_env
+from tests.kernel_support import NotebookKernel, file_bytes, kernel_env
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -20,8 +20,8 @@ import pytest
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.security.stream import StreamScrubber
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from tests.kernel_support import RawKernel, kernel_env, transcript
 
-from ..kernel_support import RawKernel, kernel_env, transcript
 from .test_key_never_leaves import KEY, MASK, assert_clean
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,0 +1,83 @@
+"""The quickstart as a new user first sees it: opened in JupyterLab and in Notebook 7, nothing run yet.
+
+Its saved outputs must render (every turn's transcript, no widget errors) and opening it
+must not change it: a notebook that is "modified" the moment it opens (the app rewriting the
+kernelspec, the language info or the widget state) tells the user they changed something
+(JupyterLab marks the tab; Notebook 7 warns when the page is left: browser_apps.unsaved_changes).
+The features the quickstart names are walked live in test_demo.py.
+Screenshots: tests/artifacts/<app>_quickstart_*.png.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+
+import nbformat
+import pytest
+
+from agentik_jupyter.testing import FakeLLMServer
+from tests.browser.test_browser import (
+    QUICKSTART,
+    TRANSCRIPT,
+    TRANSCRIPT_MIME,
+    WIDGET_ERROR,
+    Lab,
+    browser_lab,
+    lab_server,
+)
+from tests.browser_apps import APPS, is_notebook7, reset, shot, unsaved_changes, url_path
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+# the kernel is idle: the toolbar's execution indicator (both apps), Notebook 7's kernel status
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-NotebookKernelStatus:has-text('Idle')"
+
+
+@pytest.fixture(scope="module", params=APPS)
+def opened(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    app = str(request.param)
+    tmp = tmp_path_factory.mktemp(f"quickstart-{app}")
+    root, home = tmp / "root", tmp / "home"
+    root.mkdir()
+    shutil.copy(QUICKSTART, root / QUICKSTART.name)
+    artifact = f"{app}-quickstart"
+    with (
+        FakeLLMServer() as srv,
+        lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "q.agentik.db")) as server,
+        browser_lab(srv, server, artifact=artifact, height=1300) as lab,
+    ):
+        query = "reset&" if reset(app) else ""
+        lab.page.goto(f"{server.url}{url_path(app, QUICKSTART.name)}?{query}token={server.token}", timeout=30_000)
+        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+        lab.app = app  # type: ignore[attr-defined]
+        assert is_notebook7(lab) == (app == "notebook7")
+        yield lab
+
+
+def test_the_saved_quickstart_renders_every_turn(opened: Lab) -> None:
+    lab = opened
+    saved = nbformat.read(QUICKSTART, as_version=4)
+    expected = sum(TRANSCRIPT_MIME in o.get("data", {}) for c in saved.cells for o in c.get("outputs", []))
+    lab.wait(lambda: lab.page.locator(TRANSCRIPT).count() == expected, 30, f"{expected} transcripts")
+    text = lab.text(lab.page.locator(".jp-Notebook"))
+    assert WIDGET_ERROR not in text
+    assert "You asked" not in text and "image(s) the tool results" not in text
+    shot(lab, "quickstart_opened.png")
+
+
+def test_a_turn_whose_tool_failed_is_not_shown_done(opened: Lab) -> None:
+    failed = opened.page.locator(TRANSCRIPT).filter(
+        has=opened.page.locator(".agentik-question").get_by_text("Plot the unit column of sales.", exact=True)
+    )
+    status = opened.text(failed.locator(".agentik-status"))
+    assert "✓ Done" not in status and "Finished with 1 failed tool call" in status, status
+
+
+def test_opening_the_quickstart_leaves_it_unmodified(opened: Lab) -> None:
+    lab = opened
+    lab.wait(lambda: lab.page.locator(IDLE).count() > 0, 60, "the kernel to start")
+    time.sleep(3)  # what the app does once the kernel is ready (language info, widget restore) has happened
+    shot(lab, "quickstart_idle.png")
+    assert not unsaved_changes(lab), "the quickstart holds unsaved changes right after opening it"

@@ -1,0 +1,101 @@
+"""A saved turn keeps every answer once, in the transcript's text/html.
+
+The JSON copy of an answer longer than PLAIN_TEXT_LIMIT keeps its start and `"in_html": true`;
+the lab renderer draws the whole answer from the bundle's HTML element `data-agentik-entry`
+(tests/browser/test_transcript.py sees it drawn as before). A turn's transcript
+display_data for a 4,000-character answer was ~2.4x the answer (HTML plus the JSON copy); now
+it is the HTML plus a few hundred bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.widgets.markdown import render_markdown
+from agentik_jupyter.widgets.transcript import (
+    PLAIN_TEXT_LIMIT,
+    TRANSCRIPT_MIME,
+    holds_answer,
+    one_line,
+    transcript_bundle,
+)
+from tests.kernel_support import RawKernel, kernel_env
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def report(chars: int) -> str:
+    """An answer as a model writes one: paragraphs of prose with inline code, now and then a list."""
+    sentence = (
+        "The sales frame has many rows and the `units` column grows with each region while "
+        "north and south stay balanced across the whole sample. "
+    )
+    blocks, i = [], 0
+    while sum(len(b) + 2 for b in blocks) < chars:
+        blocks.append("- north: 50 rows\n- south: 50 rows" if i % 5 == 4 else sentence * 3)
+        i += 1
+    return "\n\n".join(blocks)[:chars].rstrip()
+
+
+ANSWER = report(4_000)
+
+
+def test_an_answer_is_kept_once_in_the_html_and_its_start_in_the_json() -> None:
+    bundle = transcript_bundle(
+        [ChatMessage(role="assistant", content=ANSWER)], question="Write the report.", status="complete"
+    )
+    entry = bundle[TRANSCRIPT_MIME]["entries"][1]
+    assert entry["in_html"] is True and len(entry["content"]) <= PLAIN_TEXT_LIMIT
+    assert ANSWER.startswith(entry["content"].rstrip("…"))
+    assert f'data-agentik-entry="1">{one_line(render_markdown(ANSWER))}</div>' in bundle["text/html"]
+    assert "more characters in the HTML output]" in bundle["text/plain"]
+    assert holds_answer(bundle, ANSWER) and not holds_answer(bundle, ANSWER + " more")
+    assert len(json.dumps(bundle).encode()) <= 1.5 * len(ANSWER.encode())
+
+
+def test_a_short_answer_stays_whole_in_the_json() -> None:
+    short = "Two regions, **50** rows each."
+    bundle = transcript_bundle([ChatMessage(role="assistant", content=short)], question="q", status="complete")
+    assert bundle[TRANSCRIPT_MIME]["entries"][1] == {"role": "assistant", "content": short}
+    assert "data-agentik-entry" not in bundle["text/html"] and holds_answer(bundle, short)
+
+
+def test_every_long_answer_of_a_conversation_points_at_its_own_element() -> None:
+    first, second = report(1_000), report(600).replace("sales", "price")
+    bundle = transcript_bundle(
+        [
+            ChatMessage(role="user", content="q1"),
+            ChatMessage(role="assistant", content=first),
+            ChatMessage(role="user", content="q2"),
+            ChatMessage(role="assistant", content=second),
+        ]
+    )
+    entries = bundle[TRANSCRIPT_MIME]["entries"]
+    assert [e.get("in_html") for e in entries] == [None, True, None, True]
+    html = bundle["text/html"]
+    assert f'data-agentik-entry="1">{one_line(render_markdown(first))}<' in html
+    assert f'data-agentik-entry="3">{one_line(render_markdown(second))}<' in html
+
+
+def test_a_turns_transcript_display_data_is_about_its_answer_plus_markup(tmp_path: Path) -> None:
+    """What the kernel sends the frontend for the transcript of a real turn (was ~2.4x the answer)."""
+    with FakeLLMServer() as llm:
+        k = RawKernel(kernel_env(llm), tmp_path)
+        try:
+            assert k.execute("%load_ext agentik_jupyter").ok
+            llm.push(Reply.text(ANSWER, chunks=len(ANSWER) // 4))
+            ex = k.execute("%%agent --wait\nWrite the report.")
+        finally:
+            k.close()
+    assert ex.ok, ex.text
+    (msg,) = [
+        m for m in ex.messages if m["msg_type"] == "display_data" and TRANSCRIPT_MIME in m["content"].get("data", {})
+    ]
+    sent = len(json.dumps(msg["content"], ensure_ascii=False).encode())
+    assert sent <= 1.5 * len(ANSWER.encode()), sent / len(ANSWER.encode())
+    assert holds_answer(msg["content"]["data"], ANSWER)
