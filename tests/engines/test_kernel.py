@@ -26,8 +26,9 @@ def tool_messages(server: FakeLLMServer) -> list[str]:
     return [str(m.get("content")) for m in server.last_request.messages if m.get("role") == "tool"]
 
 
-def system_text(request: Any) -> str:
-    return "\n".join(str(m.get("content")) for m in request.messages if m.get("role") == "system")
+def context_text(request: Any) -> str:
+    """The context note travels with the question (the system prompt stays the same all session)."""
+    return "\n".join(str(m.get("content")) for m in request.messages if m.get("role") == "user")
 
 
 def test_the_model_gets_the_engine_summary(tmp_path: Path) -> None:
@@ -51,8 +52,8 @@ def test_the_model_gets_the_engine_summary(tmp_path: Path) -> None:
         finally:
             kernel.close()
     # The turn's context lists the lazy frames from metadata.
-    assert "rel: duckdb.DuckDBPyRelation 3 columns, lazy" in system_text(first)
-    assert "ddf: dask.DataFrame 1 columns, 4 partitions" in system_text(first)
+    assert "rel: duckdb.DuckDBPyRelation 3 columns, lazy" in context_text(first)
+    assert "ddf: dask.DataFrame 1 columns, 4 partitions" in context_text(first)
     assert "DuckDB relation 'rel': 3 columns" in rel_text and "rows: 1,000" in rel_text
     assert "  Trips over the past 24-hours (midnight to 11:59pm): VARCHAR; no nulls; ≈7 distinct" in rel_text
     assert "  price: DECIMAL" in rel_text and "100 nulls (10.0%)" in rel_text
