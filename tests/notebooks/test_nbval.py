@@ -22,6 +22,8 @@ def test_notebook_outputs_reproduce(notebook: str, tmp_path: Path) -> None:
             "pytest",
             "--nbval",
             "--nbval-current-env",
+            "--nbval-sanitize-with",
+            str(Path(__file__).parents[1] / "nbval_sanitize.cfg"),
             "-p",
             "no:cacheprovider",
             "-p",
