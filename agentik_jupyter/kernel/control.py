@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.core import mainloop
 from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
+from agentik_jupyter.kernel.comm_targets import register_target, unregister_target
 from agentik_jupyter.notebook.requests import asked_from, page_of
 
 if TYPE_CHECKING:
@@ -106,28 +107,11 @@ async def answer(shell: InteractiveShell, data: Any) -> dict[str, Any]:
 
 def register(shell: InteractiveShell) -> bool:
     """Open the target in this kernel (False outside a kernel with comms)."""
-    if getattr(shell, "kernel", None) is None:
-        return False
-    try:
-        from comm import get_comm_manager
-    except ImportError:
-        return False
-    mainloop.capture()
-    get_comm_manager().register_target(TARGET, lambda comm, msg: _opened(shell, comm, msg))
-    return True
+    return register_target(shell, TARGET, _opened)
 
 
 def unregister(shell: InteractiveShell) -> None:
-    if getattr(shell, "kernel", None) is None:
-        return
-    try:
-        from comm import get_comm_manager
-    except ImportError:
-        return
-    try:
-        get_comm_manager().unregister_target(TARGET, None)  # type: ignore[arg-type]
-    except KeyError:
-        pass
+    unregister_target(shell, TARGET)
 
 
 def _opened(shell: InteractiveShell, comm: Any, msg: dict[str, Any]) -> None:

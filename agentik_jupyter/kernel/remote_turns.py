@@ -26,6 +26,7 @@ from typing import Any
 
 from agentik_jupyter.core import mainloop
 from agentik_jupyter.ids import is_session_id, shown
+from agentik_jupyter.kernel.comm_targets import register_target, unregister_target
 
 log = logging.getLogger(__name__)
 
@@ -184,25 +185,8 @@ def _opened(shell: Any, comm: Any, msg: dict[str, Any]) -> None:
 
 def register(shell: Any) -> bool:
     """Open the target in this kernel (False outside a kernel with comms)."""
-    if getattr(shell, "kernel", None) is None:
-        return False
-    try:
-        from comm import get_comm_manager
-    except ImportError:
-        return False
-    mainloop.capture()
-    get_comm_manager().register_target(TARGET, lambda comm, msg: _opened(shell, comm, msg))
-    return True
+    return register_target(shell, TARGET, _opened)
 
 
 def unregister(shell: Any) -> None:
-    if getattr(shell, "kernel", None) is None:
-        return
-    try:
-        from comm import get_comm_manager
-    except ImportError:
-        return
-    try:
-        get_comm_manager().unregister_target(TARGET, None)  # type: ignore[arg-type]
-    except KeyError:
-        pass
+    unregister_target(shell, TARGET)
