@@ -3,7 +3,9 @@
 When the history would pass the budget, the oldest turns are replaced in working memory by a
 summary the model writes (variables made, findings with their numbers, decisions, open
 questions); the newest turns stay verbatim, within half the budget, so the next compaction is
-many turns away and the cached prefix holds until then. The audit log keeps every original.
+many turns away and the cached prefix holds until then. The tool results of the kept turns but
+the newest are shortened at the same time (long text cut, images left out): the prefix changes
+at a compaction anyway, and never between two. The audit log keeps every original.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from agentik_jupyter.persistence.budget import result_wire_text
 from agentik_jupyter.providers.base import ProviderDelta, StreamDone, TextDelta
 from agentik_jupyter.types import ChatMessage
 
@@ -32,6 +35,10 @@ SUMMARY_NOTE = (
 )
 COMPACT_FAILED = "Could not summarise the earlier turns, so the oldest are left out of this request instead"
 MAX_RESULT_CHARS = 2_000
+KEPT_RESULT_CHARS = 2_000
+"""A kept turn's tool result is cut to this at a compaction (the newest kept turn stays whole)."""
+SHORTENED_MARK = "[shortened when the session was compacted"
+SHORTENED = "[shortened when the session was compacted: {more}; the whole result is in the sessions file]"
 KEEP_SHARE = 0.5
 """The newest turns kept verbatim fit in this share of the budget."""
 
@@ -67,6 +74,32 @@ def transcript_text(messages: Sequence[ChatMessage]) -> str:
                 text = text[:MAX_RESULT_CHARS] + f" … [{len(text) - MAX_RESULT_CHARS} more characters]"
             lines.append(f"Tool result ({result.name}): {text}")
     return "\n\n".join(lines)
+
+
+def shorten_old_results(turns: Sequence[Sequence[ChatMessage]], whole: int = 1) -> list[ChatMessage]:
+    """The tool results of `turns` (oldest first) but the newest `whole` turns, shortened: text
+    past KEPT_RESULT_CHARS cut and images left out, each with a note saying so. Returns only the
+    messages that changed, as copies with the same ids; errors stay whole."""
+    changed: list[ChatMessage] = []
+    for messages in turns[: max(0, len(turns) - whole)]:
+        for m in messages:
+            result = m.tool_result
+            if result is None or result.error is not None:
+                continue
+            text = result_wire_text(m)
+            if SHORTENED_MARK in text[KEPT_RESULT_CHARS:]:
+                continue  # shortened at an earlier compaction
+            cut = max(0, len(text) - KEPT_RESULT_CHARS)
+            images = len(result.images or [])
+            if not cut and not images:
+                continue
+            more = [f"{cut} more characters"] if cut else []
+            more += [f"{images} image{'s' if images != 1 else ''} left out"] if images else []
+            short = text[:KEPT_RESULT_CHARS] + "\n… " + SHORTENED.format(more=", ".join(more))
+            changed.append(
+                m.model_copy(update={"tool_result": result.model_copy(update={"result": short, "images": None})})
+            )
+    return changed
 
 
 def summary_request(messages: Sequence[ChatMessage]) -> list[ChatMessage]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from agentik_jupyter.core.compaction import (
     COMPACT_FAILED,
     compacted_line,
+    shorten_old_results,
     summary_message,
     summary_request,
     summary_text,
@@ -102,12 +103,15 @@ class LongSession:
             return None
         self._compaction_usage = next((d.response.usage for d in deltas if isinstance(d, StreamDone)), None)
         summary = summary_message(text, old, n)
+        shortened = {m.id: m for m in shorten_old_results([messages for _, messages in turns[n:]])}
+        kept = [[shortened.get(m.id, m) for m in messages] for _, messages in turns[n:]]
         if db is not None and self.conversation_id is not None:
-            await db.compact(self.conversation_id, [turn for turn, _ in turns[:n]], summary)
+            await db.compact(self.conversation_id, [turn for turn, _ in turns[:n]], summary, list(shortened.values()))
         else:
-            self._working = [[summary], *self._working[n:]]
-        self._notice = compacted_line(n, sum(costs), message_tokens(summary) + sum(costs[n:]))
-        return [summary, *(m for _, messages in turns[n:] for m in messages)]
+            self._working = [[summary], *kept]
+        after = message_tokens(summary) + sum(message_tokens(m) for messages in kept for m in messages)
+        self._notice = compacted_line(n, sum(costs), after)
+        return [summary, *(m for messages in kept for m in messages)]
 
     async def _record_usage(self, outcome: TurnOutcome, model: str | None) -> None:
         """The turn's tokens: in the sessions file (a resumed session keeps its totals), or in

@@ -213,8 +213,14 @@ class AsyncSessionDB:
     async def working_turns(self, conversation_id: str) -> list[tuple[str, list[ChatMessage]]]:
         return await self._call(self.db.working_turns, conversation_id)
 
-    async def compact(self, conversation_id: str, turn_ids: Sequence[str], summary: ChatMessage) -> str:
-        return await self._call(self.db.compact, conversation_id, list(turn_ids), summary)
+    async def compact(
+        self,
+        conversation_id: str,
+        turn_ids: Sequence[str],
+        summary: ChatMessage,
+        shortened: Sequence[ChatMessage] = (),
+    ) -> str:
+        return await self._call(self.db.compact, conversation_id, list(turn_ids), summary, list(shortened))
 
     async def append(self, conversation_id: str, turn_id: str, record: PersistedMessage) -> AuditRef:
         return await self._call(self.db.append, conversation_id, turn_id, record)

@@ -67,7 +67,8 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4 + images * IMAGE_TOKENS
 
 
-def _result_text(message: ChatMessage) -> str:
+def result_wire_text(message: ChatMessage) -> str:
+    """A tool message's text as a provider receives it (errors prefixed, other values as JSON)."""
     result = message.tool_result
     if result is None:
         return message.content
@@ -90,7 +91,7 @@ def wire_text(message: ChatMessage) -> str:
         wire["content"] = f"{message.context_note}\n\n{message.content}" if message.context_note else message.content
     elif message.role == "tool":
         wire["tool_call_id"] = message.tool_result.tool_call_id if message.tool_result else ""
-        wire["content"] = _result_text(message)
+        wire["content"] = result_wire_text(message)
     else:
         wire["content"] = message.content or None
         if message.tool_calls:

@@ -49,7 +49,7 @@ from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
 from agentik_jupyter.persistence.rewind import REWOUND_CODE, TurnRow, drop_working, list_turns
 from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
 from agentik_jupyter.persistence.usage import record_usage, turn_usages
-from agentik_jupyter.persistence.working import insert_working, is_committed
+from agentik_jupyter.persistence.working import insert_working, is_committed, replace_working
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import ChatMessage, ErrorRecord, PersistedMessage, Usage, UserMessage, new_id, now
 
@@ -465,9 +465,16 @@ class SessionDB:
             turns[-1][1].append(ChatMessage.model_validate_json(payload))
         return turns
 
-    def compact(self, conversation_id: str, turn_ids: Sequence[str], summary: ChatMessage) -> str:
+    def compact(
+        self,
+        conversation_id: str,
+        turn_ids: Sequence[str],
+        summary: ChatMessage,
+        shortened: Sequence[ChatMessage] = (),
+    ) -> str:
         """Replace these turns in working memory with one summary message, where the first of them
-        was (the audit log keeps every original); returns the summary's turn id."""
+        was, and store the `shortened` versions of kept messages (the audit log keeps every
+        original); returns the summary's turn id."""
         summary_turn = new_id("turn_summary_")
 
         def body(conn: sqlite3.Connection) -> str:
@@ -489,6 +496,7 @@ class SessionDB:
                 " VALUES (?, ?, ?, NULL, ?, ?)",
                 (conversation_id, summary_turn, first, scrub(summary.model_dump_json()), now()),
             )
+            replace_working(conn, conversation_id, shortened)
             self._touch(conn, conversation_id)
             return summary_turn
 

@@ -62,3 +62,12 @@ def insert_working(
             " VALUES (?, ?, ?, ?, ?, ?)",
             (conversation_id, turn_id, order, source[0] if source else None, _payload(message), created),
         )
+
+
+def replace_working(conn: sqlite3.Connection, conversation_id: str, messages: Sequence[ChatMessage]) -> None:
+    """Store new versions of messages already in working memory (found by their ids), where they are."""
+    for message in messages:
+        conn.execute(
+            "UPDATE working_memory SET payload_json = ? WHERE conversation_id = ? AND json_extract(payload_json, '$.id') = ?",
+            (_payload(message), conversation_id, message.id),
+        )
