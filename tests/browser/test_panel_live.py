@@ -4,7 +4,8 @@ With the panel shown, `%%agent` cells of its session (background and `--wait`, a
 `--temp` cell) appear in it: the question, the streamed answer, the tool card, the end state.
 The newest message is in view inside the panel's scrolling box while it streams and when it
 ends, unless the user scrolled up to read: then what they read stays where it is, and going
-back to the bottom pins the view again. A stopped turn says "■ Stopped" under its answer, live
+back to the bottom pins the view again, also where fractional line heights put the bottom at
+scroll offset +1 (our lab extension sets it to 0). A stopped turn says "■ Stopped" under its answer, live
 and when the session is re-rendered from the sessions file.
 
 Reuses tests/browser/test_browser.py's helpers; its own JupyterLab, kernel and page (module fixture).
@@ -80,24 +81,23 @@ CELL_SOURCES = [
 ]
 
 SCROLLER = """
-  let box = el.parentElement;
-  while (box && !(['auto', 'scroll'].includes(getComputedStyle(box).overflowY)
-                  && box.scrollHeight > box.clientHeight + 1)) box = box.parentElement;
+  const box = el.closest('.agentik-panel-transcript');
 """
-"""The box that scrolls `el`: its nearest ancestor that can scroll and has more than it shows."""
+"""The panel's conversation box around `el` (the box the user scrolls), null outside the panel.
+Named, not searched for: a nearest scrollable ancestor can be a widget's own box for a moment."""
 
 GEOMETRY = (
     "(el) => {"
     + SCROLLER
     + """
-  const r = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+  const r = el.getBoundingClientRect(), b = (box || el).getBoundingClientRect();
   const w = el.closest('.jp-WindowedPanel-outer').getBoundingClientRect();
   return {top: r.top, bottom: r.bottom, boxTop: b.top, boxBottom: b.bottom, windowTop: w.top, windowBottom: w.bottom,
-          inPanel: box.closest('.jp-OutputArea-output') !== null,
-          scrollTop: box.scrollTop, scrollHeight: box.scrollHeight, clientHeight: box.clientHeight};
+          inPanel: box !== null, scrollTop: box ? box.scrollTop : null,
+          scrollHeight: box ? box.scrollHeight : null, clientHeight: box ? box.clientHeight : null};
 }"""
 )
-"""Where `el` is against its scrolling box (the panel's conversation), in pixels."""
+"""Where `el` is against the panel's conversation box, in pixels."""
 
 SCROLL_TO = (
     "(el, where) => {"
@@ -107,8 +107,34 @@ SCROLL_TO = (
   return box.scrollTop;
 }"""
 )
-"""Scroll the element's scrolling box to its top or bottom, as a user dragging it would
-(a column-reverse box counts from its bottom: negative values; a plain one from its top)."""
+"""Scroll the panel's conversation box to its top or bottom, as a user dragging it would
+(a column-reverse box counts from its bottom: negative values)."""
+
+
+FRACTIONAL_BOTTOM = """(el) => {
+  const box = el.closest('.agentik-panel-transcript');
+  const style = document.createElement('style');
+  document.head.appendChild(style);
+  for (let i = 1; i < 40; i++) {
+    style.textContent = `.agentik-panel-transcript > :first-child { padding-bottom: ${i * 0.025}px; }`;
+    box.scrollTop = box.scrollHeight;  // clamped to the bottom, read back at once
+    if (box.scrollTop > 0) return box.scrollTop;
+  }
+  return box.scrollTop;
+}"""
+"""Give the conversation a fractional height, as a zoomed page or another font does, until its
+bottom is at scroll offset +1 (not 0), where Chromium anchors as if the user read above."""
+
+
+class Where(dict[str, Any]):
+    """Geometry that is true when the element can be read where the test looks; a failed wait
+    prints it, so a timeout says where the element and the box were."""
+
+    def __init__(self, geometry: dict[str, Any], seen: bool) -> None:
+        super().__init__(geometry, seen=seen)
+
+    def __bool__(self) -> bool:
+        return bool(self["seen"])
 
 
 @pytest.fixture(scope="module")
@@ -138,17 +164,17 @@ def geometry(locator: Any) -> dict[str, float]:
     return dict(locator.evaluate(GEOMETRY))
 
 
-def in_view(locator: Any) -> bool:
-    """The element's bottom is inside the panel's scrolling box (the newest line can be read there)."""
+def in_view(locator: Any) -> Where:
+    """The element's bottom is inside the panel's conversation box (the newest line can be read there)."""
     g = geometry(locator)
-    assert g["inPanel"], f"no scrolling box in the panel around the element: {g}"
-    return g["boxTop"] - 1 <= g["bottom"] <= g["boxBottom"] + 1
+    assert g["inPanel"], f"the element is not in the panel's conversation: {g}"
+    return Where(g, g["boxTop"] - 1 <= g["bottom"] <= g["boxBottom"] + 1)
 
 
-def in_window(locator: Any) -> bool:
+def in_window(locator: Any) -> Where:
     """The element's bottom is inside the notebook's window (the user sees it without scrolling)."""
     g = geometry(locator)
-    return g["windowTop"] - 1 <= g["bottom"] <= g["windowBottom"] + 1
+    return Where(g, g["windowTop"] - 1 <= g["bottom"] <= g["windowBottom"] + 1)
 
 
 def last_text(lab: Lab, text: str) -> Any:
@@ -226,6 +252,7 @@ def test_5_reading_above_is_not_yanked_then_the_bottom_pins_again(lab: Lab) -> N
     lab.shot("panel_live_reading_above.png")
 
     end = last_text(lab, "END-READING")
+    assert end.evaluate(FRACTIONAL_BOTTOM) == 1, "no fractional height puts the bottom at offset +1"
     end.evaluate(SCROLL_TO, "bottom")
     lab.wait(lambda: in_view(end), 30, "back at the bottom")
     lab.srv.push(Reply.text(PINNED_ANSWER))
