@@ -15,9 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentik_jupyter.notebook.attachments import take
+from agentik_jupyter.notebook.out_mentions import out_images, without_out_mentions
+from agentik_jupyter.notebook.tools import NotebookPath
 from agentik_jupyter.tools.namespace import type_name, user_variables
 from agentik_jupyter.tools.registry import ToolRegistry
-from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.types import Question, ToolOutput
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -60,13 +62,21 @@ async def attach_mentions(text: str, names: list[str], describe: Describe) -> st
     return f"{text}\n\n{HEADER}\n\n" + "\n\n".join(blocks)
 
 
-async def expand_mentions(shell: InteractiveShell, registry: ToolRegistry, text: str) -> str:
+async def expand_mentions(
+    shell: InteractiveShell, registry: ToolRegistry, text: str, notebook_path: NotebookPath | None = None
+) -> str | Question:
     """The question as the model gets it: with the `@name` variables of this shell attached,
     described by the registry's `inspect_variable` (so its limits and refusals apply), then
-    what was held for it (a fix turn's failed cell: attachments.hold)."""
+    what was held for it (a fix turn's failed cell: attachments.hold), then the images of the
+    cells mentioned as `@out[n]` (a Question, with the images to send)."""
     expanded = await _with_mentions(shell, registry, text)
     held = take(shell, text)
-    return expanded if held is None else f"{expanded}\n\n{held}"
+    expanded = expanded if held is None else f"{expanded}\n\n{held}"
+    shown = await out_images(shell, text, notebook_path)
+    if shown is None:
+        return expanded
+    section, images, withheld = shown
+    return Question(text=f"{expanded}\n\n{section}", images=images, withheld=withheld)
 
 
 async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: str) -> str:
@@ -74,7 +84,9 @@ async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: 
     if "@" not in text or tool is None:
         return text
     user_ns, hidden = shell.user_ns, getattr(shell, "user_ns_hidden", {})
-    names = mentioned_names(text, lambda n: n in user_ns and n not in hidden and not n.startswith("_"))
+    names = mentioned_names(
+        without_out_mentions(text), lambda n: n in user_ns and n not in hidden and not n.startswith("_")
+    )
 
     async def describe(name: str) -> str:
         result = tool.execute(name=name)
