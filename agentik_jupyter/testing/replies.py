@@ -195,6 +195,8 @@ class RecordedRequest:
                 return _without_note(content)
             if isinstance(content, list):
                 texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+                if len(texts) == 1:  # OpenAI-compatible with images: the note and question in one part
+                    return _without_note(texts[0])
                 texts = [t for t in texts if not t.startswith(NOTE_HEADING)]
                 if texts:
                     return "".join(texts)
