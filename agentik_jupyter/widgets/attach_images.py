@@ -4,6 +4,8 @@ Plain ipywidgets (no lab extension needed): a FileUpload button that accepts PNG
 WebP. Each file is fitted as tools/vision.py fits plots (longest side, bytes), so a question's
 image costs what a plot costs; one that cannot be read or fitted is named, not sent. The chosen
 images wait under the box, as thumbnails, until Send takes them (`take`) or Clear drops them.
+With the lab extension an image pasted or dropped into the panel comes in through the same
+button (labextension/src/paste_images.ts).
 """
 
 from __future__ import annotations
@@ -71,9 +73,16 @@ class ImageAttach:
             tooltip="Attach images to the next question (PNG, JPEG, GIF, WebP)",
             _dom_classes=PLAIN_CLASSES,
         )
+        self.upload.add_class("agentik-attach")  # the lab extension hands pasted or dropped images to it
         self.upload.observe(main_thread_callback(self._on_pick), names="value")
         self.shown = HTML(value="")
-        self.clear_button = Button(description="Clear", icon="times", tooltip="Remove the attached images")
+        self.clear_button = Button(
+            description="Clear",
+            icon="times",
+            tooltip="Remove the attached images",
+            layout=Layout(width="auto"),
+            _dom_classes=PLAIN_CLASSES,
+        )
         self.clear_button.on_click(main_thread_callback(lambda _: self.clear()))
         self.widget = HBox(children=(self.shown, self.clear_button), layout=Layout(display="none"))
         self.widget.add_class("agentik-attachments")

@@ -127,6 +127,7 @@ class ChatPanel:
                 HBox(children=(self.status.widget, self.notice, self.totals)),
             )
         )
+        self.widget.add_class("agentik-panel")  # where the lab extension takes pasted or dropped images
         self._usage_off = session.on_usage(self.refresh_totals) if hasattr(session, "on_usage") else None
         self.totals_task: asyncio.Task[Any] | None = None
         self.refresh_totals()

@@ -10,6 +10,7 @@ import { gotoPlugin } from './goto';
 import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 import { liveTextPlugin } from './livetext';
+import { pasteImagesPlugin } from './paste_images';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'agentik-jupyter:sessions',
@@ -48,4 +49,4 @@ const notebookPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin, notebookPlugin, liveTextPlugin, gotoPlugin];
+export default [sessionsPlugin, notebookPlugin, liveTextPlugin, gotoPlugin, pasteImagesPlugin];
