@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agentik_jupyter.tools.vision import MAX_IMAGES_PER_RESULT, VISION_ENV, vision_enabled
-from agentik_jupyter.types import ImagePart
+from agentik_jupyter.types import ImagePart, Question
 
 MAX_QUESTION_IMAGES = MAX_IMAGES_PER_RESULT
 NO_VISION_NOTICE = "{n} image(s) not sent: this model has no vision ({env}=0). The question was sent without them."
@@ -21,11 +21,19 @@ NO_VISION_NOTE = (
 )
 
 
+def merged(asked: Question, expanded: str | Question) -> Question:
+    """The question asked (with the images attached to it) after an expander's work."""
+    if isinstance(expanded, str):
+        return asked.model_copy(update={"text": expanded})
+    return Question(text=expanded.text, images=[*asked.images, *expanded.images], withheld=expanded.withheld)
+
+
 def admit_images(
-    text: str, images: list[ImagePart], withheld: int = 0, environ: Mapping[str, str] | None = None
+    question: Question, environ: Mapping[str, str] | None = None
 ) -> tuple[str, list[ImagePart], str | None]:
-    """(the text the model gets, the images it gets, a notice for the user or None). `withheld`
-    images were left out already (an `@out[n]` figure, described in the text instead)."""
+    """(the text the model gets, the images it gets, a notice for the user or None). The question's
+    `withheld` images were left out already (an `@out[n]` figure, described in the text instead)."""
+    text, images, withheld = question.text, question.images, question.withheld
     if not vision_enabled(environ):
         if not images and not withheld:
             return text, [], None

@@ -20,7 +20,7 @@ from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
 from agentik_jupyter.core.long_session import LongSession
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
 from agentik_jupyter.core.prompt import context_note
-from agentik_jupyter.core.question_images import admit_images
+from agentik_jupyter.core.question_images import admit_images, merged
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.ids import check_session_id
@@ -283,16 +283,12 @@ class Session(LongSession):
                 context = self.context_provider()
             if context is not None and cell_id is not None:
                 context = context.model_copy(update={"cell_id": cell_id})
-            images, withheld = list(images or []), 0
+            question = Question(text=text, images=images or [])
             expand = expand or self.expander
             if expand is not None:  # e.g. @mentions of variables, read when the turn starts
-                expanded = await expand(text)
-                if isinstance(expanded, Question):
-                    text, images, withheld = expanded.text, [*images, *expanded.images], expanded.withheld
-                else:
-                    text = expanded
-            # a pasted key never leaves
-            return await self._turn(scrub(text), context, model, prepare, images, withheld)
+                question = merged(question, await expand(text))
+            question.text = scrub(question.text)  # a pasted key never leaves
+            return await self._turn(question, context, model, prepare)
         finally:
             self._task = None
             self._lock.release()
@@ -361,12 +357,10 @@ class Session(LongSession):
 
     async def _turn(
         self,
-        text: str,
+        question: Question,
         context: AgentContext | None,
         model: str | None,
         prepare: Callable[[], Awaitable[None]] | None,
-        images: list[ImagePart] | None = None,
-        withheld: int = 0,
     ) -> TurnOutcome:
         self._turn_id = None
         if prepare is not None:
@@ -385,23 +379,21 @@ class Session(LongSession):
                 message = f"Could not start the turn: {type(exc).__name__}: {exc}"
                 await self.fail_turn(message, "setup")
                 return TurnOutcome(reason="error", error=message, error_code="setup")
-        if not text.strip() and not images:
+        if not question.text.strip() and not question.images:
             await self.fail_turn(EMPTY_INPUT, "empty_input")
             return TurnOutcome(reason="error", error=EMPTY_INPUT, error_code="empty_input")
         transport = self.orchestrator.transport
         if model is not None:
             previous_model, transport.model = transport.model, model
         try:
-            return await self._run(text, context, model or self.model, images or [], withheld)
+            return await self._run(question, context, model or self.model)
         finally:
             if model is not None:
                 transport.model = previous_model
 
-    async def _run(
-        self, text: str, context: AgentContext | None, model: str | None, images: list[ImagePart], withheld: int = 0
-    ) -> TurnOutcome:
+    async def _run(self, question: Question, context: AgentContext | None, model: str | None) -> TurnOutcome:
         note = context_note(context, self._last_context)
-        text, sent, refused = admit_images(text, images, withheld)  # none for a model without vision: it is told so
+        text, sent, refused = admit_images(question)  # none for a model without vision: it is told so
         user = UserMessage(content=text, context=context, context_note=note, images=sent or None)
         user_msg = ChatMessage(
             id=user.id, role="user", content=text, context_note=note, images=user.images, timestamp=user.timestamp
