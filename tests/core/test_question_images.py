@@ -7,17 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from agentik_jupyter.core.compaction import transcript_text
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.core.transport import InProcessTransport
 from agentik_jupyter.persistence import AsyncSessionDB
+from agentik_jupyter.persistence.budget import IMAGE_TOKENS, message_tokens
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.testing.pytest_plugin import PROVIDERS
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.tools.vision import MAX_BYTES, MAX_SIDE_PX, fit_image
-from agentik_jupyter.types import ImagePart, Question
+from agentik_jupyter.types import ChatMessage, ImagePart, Question
 from tests.image_support import png_base64, png_size
 
-pytestmark = pytest.mark.parametrize("llm_provider", PROVIDERS)
+both_formats = pytest.mark.parametrize("llm_provider", PROVIDERS)
 
 
 def chart() -> ImagePart:
@@ -26,6 +28,7 @@ def chart() -> ImagePart:
     return part
 
 
+@both_formats
 async def test_an_attached_image_reaches_the_model_and_the_sessions_file(
     fake_llm: FakeLLMServer, llm_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -53,6 +56,7 @@ async def test_an_attached_image_reaches_the_model_and_the_sessions_file(
     await db.aclose()
 
 
+@both_formats
 async def test_a_model_without_vision_gets_no_image_and_the_user_is_told(
     fake_llm: FakeLLMServer, llm_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,6 +76,7 @@ async def test_a_model_without_vision_gets_no_image_and_the_user_is_told(
     assert not user.images and user.content.startswith("What is in this chart?")
 
 
+@both_formats
 async def test_an_expander_brings_images_and_the_count_is_bounded(
     fake_llm: FakeLLMServer, llm_env: dict[str, str]
 ) -> None:
@@ -87,3 +92,11 @@ async def test_an_expander_brings_images_and_the_count_is_bounded(
     assert len(request.user_images()) == 4  # at most MAX_QUESTION_IMAGES
     notices = [m.notice for m in session.chat_store.messages if m.notice]
     assert notices == ["1 image(s) not sent: a question carries at most 4."]
+
+
+def test_a_questions_images_count_in_the_budget_and_the_summary_names_them() -> None:
+    plain = ChatMessage(role="user", content="What is in this chart?")
+    with_image = plain.model_copy(update={"images": [chart()]})
+    added = message_tokens(with_image) - message_tokens(plain)
+    assert IMAGE_TOKENS <= added <= IMAGE_TOKENS + 1  # billed by pixels, not by the base64's length
+    assert transcript_text([with_image]) == "User: What is in this chart? [1 image(s) attached]"
