@@ -1,7 +1,7 @@
 """Images in the chat panel, in real JupyterLab and headless Debian Chromium: a file picked with
-the panel's Image button, and an image pasted into its box (our lab extension), go with the next
-question: thumbnails under the box, then with the question, and image parts in the request the
-fake provider receives.
+the panel's Image button, and an image pasted into its box or dropped on the panel (our lab
+extension), go with the next question: thumbnails under the box, then with the question, and image
+parts in the request the fake provider receives (Notebook 7: test_panel_images_nb7.py).
 
 Screenshots in tests/artifacts/panel_images_*.png.
 """
@@ -31,6 +31,16 @@ PASTE = """(box, data) => {
   box.focus();
   box.dispatchEvent(new ClipboardEvent('paste', {clipboardData: transfer, bubbles: true, cancelable: true}));
 }"""
+DROP = """(panel, data) => {
+  const bytes = Uint8Array.from(atob(data), c => c.charCodeAt(0));
+  const transfer = new DataTransfer();
+  transfer.items.add(new File([bytes], 'dropped.png', {type: 'image/png'}));
+  for (const type of ['dragenter', 'dragover', 'drop']) {
+    panel.dispatchEvent(new DragEvent(type, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+  }
+}"""
+"""What the browser does when the user drags a picture from the desktop and drops it on the panel."""
+
 """What the browser does when the user pastes a copied picture into the box (a screenshot, an image copied from a page)."""
 
 
@@ -100,4 +110,17 @@ def test_2_a_pasted_image_goes_with_the_question(lab: Lab) -> None:
     ((mime, data),) = lab.srv.requests[-1].user_images()
     assert mime == "image/png" and png_size(data) == (300, 200)
     lab.shot("panel_images_pasted.png", at=panel(lab).locator(".agentik-question-images img").last)
+    lab.no_widget_errors()
+
+
+def test_3_a_dropped_image_goes_with_the_question(lab: Lab) -> None:
+    history = panel(lab).locator(".agentik-panel-transcript")
+    history.evaluate(DROP, base64.b64encode(png_bytes(200, 100, "purple")).decode())
+    attached = panel(lab).locator(".agentik-attachments img")
+    lab.wait(lambda: attached.count() == 1, 60, "the dropped image's thumbnail under the box")
+    lab.srv.push(Reply.text("A purple box. END-DROPPED"))
+    ask(lab, "And the dropped one?")
+    lab.wait(lambda: "END-DROPPED" in lab.text(panel(lab)), 90, "the answer")
+    ((mime, data),) = lab.srv.requests[-1].user_images()
+    assert mime == "image/png" and png_size(data) == (200, 100)
     lab.no_widget_errors()
