@@ -2,8 +2,9 @@
 
 Where the images come from, first found wins: what the kernel saw the cell show since `%load_ext`
 (notebook/shown_images.py: `plt.show()`, the inline backend, `display(Image(...))`), then the
-cell's `Out[5]` when it is a matplotlib figure (drawn again), then the notebook's cell with that
-execution count (the live document through the lab extension, else the saved file). They take
+cell's `Out[5]` when it is a matplotlib figure (drawn again; first for a model without vision, whose
+description it gives), then the notebook's cell with that execution count (the live document
+through the lab extension, else the saved file: what a kernel restarted since showed). They take
 the plots' path (tools/images.py): fitted to the pixel and byte budget, at most
 MAX_IMAGES_PER_RESULT, and with `LLM_VISION=0` a description instead (core/question_images.py
 tells the user they were not sent).
@@ -81,12 +82,15 @@ async def out_images(
     counts = out_counts(text)
     if not counts:
         return None
+    vision = vision_enabled()
     found: list[FoundImage] = []
     missing: list[int] = []
     doc: NotebookDoc | None = None
     read = False
     for count in counts:
-        images = _recorded(shell, count) or _out_figure(shell, count)
+        # a model without vision gets the figure's titles and series, which only Out[n]'s object has
+        images = (_out_figure(shell, count) if not vision else []) or _recorded(shell, count)
+        images = images or (_out_figure(shell, count) if vision else [])
         if not images and notebook_path is not None:
             if not read:
                 read = True
@@ -103,5 +107,5 @@ async def out_images(
     lines = [section.text if section is not None else HEADER]
     lines += [f"@out[{n}]: cell [{n}] showed no image that could be found (no plot in its output)." for n in missing]
     sent = list(section.images or []) if section is not None else []
-    withheld = 0 if vision_enabled() else min(len(found), MAX_IMAGES_PER_RESULT)
+    withheld = 0 if vision else min(len(found), MAX_IMAGES_PER_RESULT)
     return "\n".join(lines), sent, withheld

@@ -4,6 +4,7 @@ parts, and a resumed session's panel shows them with the question."""
 
 from __future__ import annotations
 
+import base64
 import time
 from pathlib import Path
 from typing import Any
@@ -131,7 +132,33 @@ def test_out_mention_without_vision_sends_a_description_and_says_so(tmp_path: Pa
             kernel.close()
     (request,) = server.requests
     assert request.user_images() == []
-    assert "not sent (LLM_VISION=0, no vision)" in request.last_user_text()
+    asked = request.last_user_text()
+    assert "not sent (LLM_VISION=0, no vision)" in asked
+    assert "title 'Sales by week'" in asked and "1 line(s)" in asked  # the figure described instead
     shown = transcript(cell.outputs)["text/plain"]
     assert "1 image(s) not sent: this model has no vision (LLM_VISION=0)" in shown
     assert "It is a line chart." in shown
+
+
+def test_out_mention_reads_the_saved_notebook_after_a_restart(tmp_path: Path) -> None:
+    """A fresh kernel never saw cell [7] run: its image comes from the notebook's saved outputs."""
+    import nbformat
+
+    notebook = tmp_path / "analysis.ipynb"
+    picture = base64.b64encode(png_bytes(200, 100, "green")).decode()
+    cell = nbformat.v4.new_code_cell("plt.show()", execution_count=7)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": picture, "text/plain": "<Figure>"})]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell]
+    nbformat.write(nb, notebook)
+    with FakeLLMServer() as server:
+        server.push(Reply.text("A green box."))
+        env = kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "r.agentik.db"), JPY_SESSION_NAME=str(notebook))
+        kernel = NotebookKernel(env, tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.run("%%agent --wait\nWhat is in @out[7]?")
+        finally:
+            kernel.close()
+    (request,) = server.requests
+    assert request.user_images() == [("image/png", picture)]
