@@ -2,7 +2,9 @@
 
 Plain ipywidgets (no lab extension needed): a FileUpload button that accepts PNG, JPEG, GIF and
 WebP. Each file is fitted as tools/vision.py fits plots (longest side, bytes), so a question's
-image costs what a plot costs; one that cannot be read or fitted is named, not sent. The chosen
+image costs what a plot costs; one that cannot be read or fitted is named, not sent. Fitting a
+camera photo takes about a second, so it runs in a worker thread (Pillow releases the GIL) while the
+kernel's loop goes on streaming; a question sent meanwhile waits for it (`reading`). The chosen
 images wait under the box, as thumbnails, until Send takes them (`take`) or Clear drops them.
 With the lab extension an image pasted or dropped into the panel comes in through the same
 button (labextension/src/paste_images.ts).
@@ -10,6 +12,7 @@ button (labextension/src/paste_images.ts).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Iterable
 from typing import Any
@@ -60,11 +63,19 @@ def _get(item: Any, key: str) -> Any:
     return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
 
 
+def _copied(item: Any) -> dict[str, Any]:
+    """A picked file with its bytes copied out of the widget's buffer (read later, in a thread)."""
+    content = _get(item, "content")
+    return {"name": _get(item, "name"), "type": _get(item, "type"), "content": bytes(content or b"")}
+
+
 class ImageAttach:
     """The attach button, the chosen images' thumbnails and a Clear button; `take()` hands them to a turn."""
 
     def __init__(self) -> None:
         self.images: list[ImagePart] = []
+        self.reading: asyncio.Task[None] | None = None  # picked files being fitted
+        self._generation = 0  # Clear or Send while reading: what was being read is dropped
         self.upload = FileUpload(
             accept=ACCEPT,
             multiple=True,
@@ -87,11 +98,34 @@ class ImageAttach:
         self.widget = HBox(children=(self.shown, self.clear_button), layout=Layout(display="none"))
         self.widget.add_class("agentik-attachments")
 
+    @property
+    def busy(self) -> bool:
+        """Picked files are still being fitted."""
+        return self.reading is not None and not self.reading.done()
+
     def _on_pick(self, change: dict[str, Any]) -> None:
         files = change.get("new") or ()
         if not files:
             return
-        images, refused = fitted(files)
+        picked = [_copied(item) for item in files]
+        self.upload.value = ()  # picking the same file again is a new pick
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a script): fit here
+            self._add(*fitted(picked))
+            return
+        self.shown.value = "<em>Reading the image…</em>"
+        self.widget.layout.display = ""
+        self.reading = loop.create_task(self._read(picked, self.reading, self._generation))
+
+    async def _read(self, picked: list[dict[str, Any]], before: asyncio.Task[None] | None, generation: int) -> None:
+        if before is not None:
+            await asyncio.wait([before])  # picks are added in the order they were made
+        images, refused = await asyncio.to_thread(fitted, picked)
+        if generation == self._generation:
+            self._add(images, refused)
+
+    def _add(self, images: list[ImagePart], refused: list[str]) -> None:
         self.images = [*self.images, *images]
         notes = refused[:]
         if len(self.images) > MAX_QUESTION_IMAGES:
@@ -100,7 +134,6 @@ class ImageAttach:
                 f"{MAX_QUESTION_IMAGES}"
             )
             self.images = self.images[:MAX_QUESTION_IMAGES]
-        self.upload.value = ()  # picking the same file again is a new pick
         self._show(notes)
 
     def _show(self, notes: list[str] | None = None) -> None:
@@ -112,6 +145,7 @@ class ImageAttach:
 
     def take(self) -> list[ImagePart]:
         """The chosen images, for the turn being sent; the control is emptied."""
+        self._generation += 1
         images, self.images = self.images, []
         self._show()
         return images

@@ -151,6 +151,12 @@ class ChatPanel:
         """Start a turn with `text` (default: the text box) and the attached images; the box is cleared
         once it starts."""
         message = (self.input.value if text is None else text).strip()
+        if self.attach.busy and self.attach.reading is not None:  # a picked image is still being fitted
+            self.attach.reading.add_done_callback(lambda _: self.send(message))
+            self.notice.value = "<em>Reading the image…</em>"
+            if text is None:
+                self.input.value = ""
+            return None
         if not message and not self.attach.images:
             return None
         images = self.attach.take()

@@ -1,8 +1,10 @@
-"""The panel's Image button: picked files are fitted, shown as thumbnails and sent with the next
-question (only with it); a file that is no image is named, not sent; Clear drops them."""
+"""The panel's Image button: picked files are fitted (in a worker thread), shown as thumbnails and
+sent with the next question (only with it; a question sent while they are read waits for them); a
+file that is no image is named, not sent; Clear drops them."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import datetime
 from typing import Any
@@ -37,6 +39,8 @@ async def test_picked_images_go_with_the_next_question_only() -> None:
         picked("big.png", png_bytes(2000, 1000), "image/png"),
         picked("notes.txt", b"hello", "text/plain"),
     )
+    assert panel.attach.busy and "Reading the image" in panel.attach.shown.value
+    await panel.attach.reading
     assert len(panel.attach.images) == 1 and panel.attach.upload.value == ()  # the same file can be picked again
     shown = panel.attach.shown.value
     assert "1 image(s) go with the next question" in shown and '<img src="data:image/png;base64,' in shown
@@ -54,9 +58,10 @@ async def test_picked_images_go_with_the_next_question_only() -> None:
     assert not transport.requests[1].messages[-1].images  # only the question it was attached to
 
 
-def test_clear_drops_the_picked_images() -> None:
+async def test_clear_drops_the_picked_images() -> None:
     panel = ChatPanel(Session(ScriptedTransport([]), ToolRegistry(), temporary=True))
     panel.attach.upload.value = (picked("a.png", png_bytes(), "image/png"),)
+    await panel.attach.reading
     assert panel.attach.images and panel.attach.clear_button.layout.display == ""
     panel.attach.clear_button.click()
     assert panel.attach.images == [] and panel.attach.shown.value == ""
@@ -67,7 +72,24 @@ async def test_without_vision_the_panel_says_the_image_was_not_sent(monkeypatch:
     transport = ScriptedTransport([Step.say("I only read text.")])
     panel = ChatPanel(Session(transport, ToolRegistry(), temporary=True))
     panel.attach.upload.value = (picked("a.png", png_bytes(), "image/png"),)
+    await panel.attach.reading
     await panel.send("What is this?")
     assert not transport.requests[0].messages[-1].images
     text = html_of(panel.history)
     assert "1 image(s) not sent: this model has no vision (LLM_VISION=0)" in text and "I only read text." in text
+
+
+async def test_a_question_sent_while_the_image_is_read_waits_for_it() -> None:
+    transport = ScriptedTransport([Step.say("A photo.")])
+    session = Session(transport, ToolRegistry(), temporary=True)
+    panel = ChatPanel(session)
+    panel.attach.upload.value = (picked("photo.png", png_bytes(3000, 2000), "image/png"),)
+    panel.input.value = "What is in this photo?"
+    assert panel.attach.busy and panel.send() is None  # Enter pressed at once
+    assert panel.input.value == ""
+    await panel.attach.reading
+    await asyncio.sleep(0)  # the send the reading held
+    assert panel.last_task is not None
+    await panel.last_task
+    (asked,) = [m for m in transport.requests[0].messages if m.role == "user"]
+    assert asked.content == "What is in this photo?" and asked.images and len(asked.images) == 1
