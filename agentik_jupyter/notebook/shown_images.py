@@ -4,7 +4,8 @@
 backend is a `display_data` message, not a value in `Out`, and the saved `.ipynb` may not have it
 yet (nbclient, VS Code, a notebook not saved since); the kernel saw it go out. So a hook on the
 shell's display publisher (installed at `%load_ext`, cheap: standard library only) keeps the raster
-images of the last KEEP_CELLS cells, at most PER_CELL each, as published (fitted only when mentioned).
+images of the last KEEP_CELLS cells, at most PER_CELL each and TOTAL_CHARS in all, as published (the
+same strings the kernel sent: no copy; fitted only when mentioned).
 A cell's images are gathered from `pre_run_cell` to `post_run_cell` (the inline backend shows its
 figures in `post_execute`, between the two) and filed under the count `post_run_cell` reports.
 """
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 RASTERS = ("image/png", "image/jpeg", "image/gif", "image/webp")
 KEEP_CELLS = 20
 PER_CELL = 4
-MAX_CHARS = 20_000_000  # base64 characters; a bigger image is left out rather than held in memory
+MAX_CHARS = 10_000_000  # base64 characters; a bigger image is left out rather than held in memory
+TOTAL_CHARS = 40_000_000  # all cells' together: the oldest cells go first
 
 
 class ShownImages:
@@ -41,8 +43,11 @@ class ShownImages:
             return
         self.cells[count] = shown
         self.cells.move_to_end(count)
-        while len(self.cells) > KEEP_CELLS:
+        while len(self.cells) > KEEP_CELLS or (len(self.cells) > 1 and self._chars() > TOTAL_CHARS):
             self.cells.popitem(last=False)
+
+    def _chars(self) -> int:
+        return sum(len(data) for shown in self.cells.values() for _, data, _ in shown)
 
     def hook(self, msg: Any) -> Any:
         """The display publisher's hook: note the message's image, hand the message on unchanged."""
