@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from agentik_jupyter.notebook.attachments import take
 from agentik_jupyter.notebook.out_mentions import out_images, without_out_mentions
+from agentik_jupyter.notebook.shown_images import image_cells
 from agentik_jupyter.notebook.tools import NotebookPath
 from agentik_jupyter.tools.namespace import type_name, user_variables
 from agentik_jupyter.tools.registry import ToolRegistry
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 MAX_MENTIONS = 5
 MENTION_BUDGET_CHARS = 6_000
+OUT_SUGGESTIONS = 3
 MENTION = re.compile(r"(?<![\w@.])@([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 HEADER = "Attached by @mention (the variables' current state in the kernel):"
 
@@ -100,7 +102,8 @@ async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: 
 def suggest_names(shell: InteractiveShell, prefix: str, limit: int = 8) -> list[tuple[str, str]]:
     """The user variables whose names start with `prefix` (case-insensitive), with their type
     names: what the panel offers as the user types `@`. Read from the names and `type()` only,
-    so no object of the user's runs any code for it."""
+    so no object of the user's runs any code for it. Then, for a prefix of `out`, the newest cells
+    that showed images, as `out[n]`."""
     wanted = prefix.lower()
     found = [
         (name, type_name(value))
@@ -108,4 +111,7 @@ def suggest_names(shell: InteractiveShell, prefix: str, limit: int = 8) -> list[
         if name.lower().startswith(wanted)
     ]
     found.sort(key=lambda item: (not item[0].startswith(prefix), item[0].lower()))
+    if prefix and "out".startswith(wanted):
+        images = image_cells(shell)[:OUT_SUGGESTIONS]
+        found = found[: limit - len(images)] + [(f"out[{n}]", f"{k} image(s) cell [{n}] showed") for n, k in images]
     return found[:limit]

@@ -111,3 +111,9 @@ def shown_images(shell: InteractiveShell, count: int) -> list[tuple[str, str, st
     """What cell [count] showed, as recorded since `%load_ext` (empty when not recorded)."""
     recorder = _recorders.get(id(shell))
     return recorder.of(count) if recorder is not None else []
+
+
+def image_cells(shell: InteractiveShell) -> list[tuple[int, int]]:
+    """(execution count, how many images) of the cells that showed images, newest first."""
+    recorder = _recorders.get(id(shell))
+    return [(count, len(shown)) for count, shown in reversed(recorder.cells.items())] if recorder else []

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from agentik_jupyter.notebook import shown_images as shown
+from agentik_jupyter.notebook.mentions import suggest_names
 from agentik_jupyter.notebook.shown_images import KEEP_CELLS, PER_CELL, ShownImages
 
 
@@ -35,3 +36,30 @@ def test_images_are_filed_under_their_cells_count_within_bounds(monkeypatch: Any
     monkeypatch.setattr(shown, "TOTAL_CHARS", 100)
     run_cell(recorder, 99, display("image/png", "x" * 150))
     assert recorder.of(99) and list(recorder.cells) == [99]  # the newest stays, even alone over the total
+
+
+def test_typing_at_out_suggests_the_cells_that_showed_images() -> None:
+    hooks: list[Any] = []
+    events: dict[str, Any] = {}
+    shell = SimpleNamespace(
+        display_pub=SimpleNamespace(register_hook=hooks.append),
+        events=SimpleNamespace(register=events.__setitem__),
+        user_ns={"outliers": [1, 2], "sales": 3},
+        user_ns_hidden={},
+    )
+    recorder = shown.install(shell)
+    assert recorder is not None and hooks == [recorder.hook]
+    try:
+        for count in (2, 4, 7, 9):
+            events["pre_run_cell"]()
+            hooks[0](display("image/png", f"png{count}"))
+            events["post_run_cell"](SimpleNamespace(execution_count=count))
+        assert suggest_names(shell, "ou") == [
+            ("outliers", "list"),
+            ("out[9]", "1 image(s) cell [9] showed"),
+            ("out[7]", "1 image(s) cell [7] showed"),
+            ("out[4]", "1 image(s) cell [4] showed"),
+        ]
+        assert suggest_names(shell, "sa") == [("sales", "int")]
+    finally:
+        shown._recorders.pop(id(shell), None)
