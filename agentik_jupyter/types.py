@@ -44,7 +44,8 @@ class ToolCall(_Model):
 
 
 class ImagePart(_Model):
-    """An image the model sees (a plot), already fitted to the budget by tools/vision.py; base64 data."""
+    """An image the model sees (a plot, or one attached to a question), already fitted to the budget
+    by tools/vision.py; base64 data."""
 
     mime: str
     data: str
@@ -85,6 +86,8 @@ class ChatMessage(_Model):
     """A user message's notebook context when it was asked (cell, variables, changes): sent to the
     model before the question, never shown as the question. It rides with the question, after the
     history, so the system prompt and the history stay a prefix the provider can cache."""
+    images: list[ImagePart] | None = None
+    """A user message's images (pasted, attached or `@out[n]`), sent after its text as image parts."""
     tool_calls: list[ToolCall] | None = None
     tool_result: ToolResult | None = None
     reasoning: str | None = None
@@ -94,6 +97,16 @@ class ChatMessage(_Model):
     """A compaction summary: the ids of the messages it stands for in working memory (the audit log keeps them)."""
     notice: str | None = None
     timestamp: float = Field(default_factory=now)
+
+
+class Question(_Model):
+    """A question as the model gets it, from an expander: the text with its attached sections, and
+    the images attached to it (an `@out[n]` figure), already fitted to the budget."""
+
+    text: str
+    images: list[ImagePart] = Field(default_factory=list)
+    withheld: int = 0
+    """Images found for the question but not sent (a model without vision): the user is told."""
 
 
 class VariableSummary(_Model):
@@ -241,6 +254,7 @@ class UserMessage(_Model):
     content: str
     context: AgentContext | None = None
     context_note: str | None = None
+    images: list[ImagePart] | None = None
     timestamp: float = Field(default_factory=now)
 
 

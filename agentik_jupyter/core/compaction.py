@@ -61,7 +61,8 @@ def transcript_text(messages: Sequence[ChatMessage]) -> str:
     lines: list[str] = []
     for m in messages:
         if m.role == "user":
-            lines.append(("User: " if not m.summary_of else "") + m.content)
+            pictures = f" [{len(m.images)} image(s) attached]" if m.images else ""  # the summary request sends none
+            lines.append(("User: " if not m.summary_of else "") + m.content + pictures)
         elif m.role == "assistant":
             if m.content:
                 lines.append(f"Assistant: {m.content}")

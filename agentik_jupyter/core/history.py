@@ -51,7 +51,7 @@ def records_to_messages(records: list[PersistedMessage]) -> list[ChatMessage]:
     out: list[ChatMessage] = []
     for r in records:
         if isinstance(r, UserMessage):
-            out.append(ChatMessage(id=r.id, role="user", content=r.content, timestamp=r.timestamp))
+            out.append(ChatMessage(id=r.id, role="user", content=r.content, images=r.images, timestamp=r.timestamp))
         elif isinstance(r, AssistantMessage):
             out.append(
                 ChatMessage(

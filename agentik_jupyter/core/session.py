@@ -20,6 +20,7 @@ from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
 from agentik_jupyter.core.long_session import LongSession
 from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
 from agentik_jupyter.core.prompt import context_note
+from agentik_jupyter.core.question_images import admit_images, merged
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.ids import check_session_id
@@ -35,9 +36,23 @@ from agentik_jupyter.persistence.budget import first_turn_to_keep, message_token
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.checkpoint import Checkpoints
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
-from agentik_jupyter.types import AgentContext, ChatMessage, End, ErrorEvent, Usage, UserMessage, add_usage, new_id
+from agentik_jupyter.types import (
+    AgentContext,
+    ChatMessage,
+    End,
+    ErrorEvent,
+    ImagePart,
+    Question,
+    Usage,
+    UserMessage,
+    add_usage,
+    new_id,
+)
 
 log = logging.getLogger(__name__)
+
+Expander = Callable[[str], Awaitable["str | Question"]]
+"""The question as the model gets it: with @mentions attached (a Question when they bring images)."""
 
 ESTIMATE_MARGIN = 0.95
 """The share of the budget planned for: the estimate is within a few percent of what each wire format sends."""
@@ -78,7 +93,7 @@ class Session(LongSession):
         self.model = model
         self.approval_presenter: Callable[[Any], object] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
-        self.expander: Callable[[str], Awaitable[str]] | None = None  # a turn's `expand` by default
+        self.expander: Expander | None = None  # a turn's `expand` by default
         self.name_suggester: Callable[[str], list[tuple[str, str]]] | None = None  # `@` completions
         self.last_outcome: TurnOutcome | None = None
         self.checkpoints: Checkpoints | None = None  # the kernel's namespace checkpoints, one per turn
@@ -167,16 +182,18 @@ class Session(LongSession):
         prepare: Callable[[], Awaitable[None]] | None = None,
         on_start: Callable[[], None] | None = None,
         cell_id: str | None = None,
-        expand: Callable[[str], Awaitable[str]] | None = None,
+        expand: Expander | None = None,
+        images: list[ImagePart] | None = None,
     ) -> asyncio.Task[TurnOutcome]:
         """Queue a turn as a task on the running loop and return at once.
 
         Turns run one at a time in the order they were started. `on_start` runs when
         this turn's time comes; `prepare` runs first inside the turn (opening the file,
-        resuming), so a Stop or an error there ends this turn like any other.
+        resuming), so a Stop or an error there ends this turn like any other. `images`
+        (fitted to the budget: tools/vision.fit_image) go with the question.
         """
         task = asyncio.get_running_loop().create_task(
-            self._queued(text, context, model, prepare, on_start, cell_id, expand)
+            self._queued(text, context, model, prepare, on_start, cell_id, expand, images)
         )
         self._waiting.append(task)
         self._queue_changed()
@@ -239,7 +256,8 @@ class Session(LongSession):
         prepare: Callable[[], Awaitable[None]] | None,
         on_start: Callable[[], None] | None,
         cell_id: str | None,
-        expand: Callable[[str], Awaitable[str]] | None = None,
+        expand: Expander | None = None,
+        images: list[ImagePart] | None = None,
     ) -> TurnOutcome:
         me = asyncio.current_task()
         try:
@@ -265,10 +283,12 @@ class Session(LongSession):
                 context = self.context_provider()
             if context is not None and cell_id is not None:
                 context = context.model_copy(update={"cell_id": cell_id})
+            question = Question(text=text, images=images or [])
             expand = expand or self.expander
             if expand is not None:  # e.g. @mentions of variables, read when the turn starts
-                text = await expand(text)
-            return await self._turn(scrub(text), context, model, prepare)  # a pasted key never leaves
+                question = merged(question, await expand(text))
+            question.text = scrub(question.text)  # a pasted key never leaves
+            return await self._turn(question, context, model, prepare)
         finally:
             self._task = None
             self._lock.release()
@@ -337,7 +357,7 @@ class Session(LongSession):
 
     async def _turn(
         self,
-        text: str,
+        question: Question,
         context: AgentContext | None,
         model: str | None,
         prepare: Callable[[], Awaitable[None]] | None,
@@ -359,22 +379,25 @@ class Session(LongSession):
                 message = f"Could not start the turn: {type(exc).__name__}: {exc}"
                 await self.fail_turn(message, "setup")
                 return TurnOutcome(reason="error", error=message, error_code="setup")
-        if not text.strip():
+        if not question.text.strip() and not question.images:
             await self.fail_turn(EMPTY_INPUT, "empty_input")
             return TurnOutcome(reason="error", error=EMPTY_INPUT, error_code="empty_input")
         transport = self.orchestrator.transport
         if model is not None:
             previous_model, transport.model = transport.model, model
         try:
-            return await self._run(text, context, model or self.model)
+            return await self._run(question, context, model or self.model)
         finally:
             if model is not None:
                 transport.model = previous_model
 
-    async def _run(self, text: str, context: AgentContext | None, model: str | None) -> TurnOutcome:
+    async def _run(self, question: Question, context: AgentContext | None, model: str | None) -> TurnOutcome:
         note = context_note(context, self._last_context)
-        user = UserMessage(content=text, context=context, context_note=note)
-        user_msg = ChatMessage(id=user.id, role="user", content=text, context_note=note, timestamp=user.timestamp)
+        text, sent, refused = admit_images(question)  # none for a model without vision: it is told so
+        user = UserMessage(content=text, context=context, context_note=note, images=sent or None)
+        user_msg = ChatMessage(
+            id=user.id, role="user", content=text, context_note=note, images=user.images, timestamp=user.timestamp
+        )
         was = self.conversation_id
         try:
             history = await self._begin(user, user_msg, model)
@@ -389,6 +412,8 @@ class Session(LongSession):
         self.chat_store.add_message(user_msg)
         if was is not None and self.conversation_id != was:  # shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", notice=DELETED.format(id=was)))
+        if refused:  # images the model did not get: shown in the turn, never saved or sent
+            self.chat_store.add_message(ChatMessage(role="assistant", notice=refused))
         if self._notice:  # a compaction, shown in the turn, never saved or sent
             self.chat_store.add_message(ChatMessage(role="assistant", error=self._notice))
             self._notice = None

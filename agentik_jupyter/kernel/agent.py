@@ -163,7 +163,9 @@ class KernelAgent:
         session = Session(default_transport(), self.registry, temporary=temporary, approver=self.gate)
         session.context_provider = self.context
         session.checkpoints = checkpoints_for(self.shell)
-        session.expander = lambda question: expand_mentions(self.shell, self.registry, question)
+        session.expander = lambda question: expand_mentions(
+            self.shell, self.registry, question, lambda: self.location.notebook_path
+        )
         session.name_suggester = lambda prefix: suggest_names(self.shell, prefix)
         return session
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from agentik_jupyter.kernel import control, remote_turns
 from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics
 from agentik_jupyter.notebook import fix as failures
+from agentik_jupyter.notebook import shown_images
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -86,6 +87,7 @@ def load(ipython: InteractiveShell) -> None:
     ipython.user_ns_hidden.update(helpers)
     ipython.input_transformers_cleanup.append(transform)
     failures.install(ipython)
+    shown_images.install(ipython)
     control.register(ipython)
     remote_turns.register(ipython)
     atexit.register(_shutdown, ipython)
@@ -103,6 +105,7 @@ def unload(ipython: InteractiveShell) -> None:
     if transform in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(transform)
     failures.uninstall(ipython)
+    shown_images.uninstall(ipython)
     control.unregister(ipython)
     remote_turns.unregister(ipython)
     for name in (CELL_HELPER, LINE_HELPER):

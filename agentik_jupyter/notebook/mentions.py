@@ -15,15 +15,19 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentik_jupyter.notebook.attachments import take
+from agentik_jupyter.notebook.out_mentions import out_images, without_out_mentions
+from agentik_jupyter.notebook.shown_images import image_cells
+from agentik_jupyter.notebook.tools import NotebookPath
 from agentik_jupyter.tools.namespace import type_name, user_variables
 from agentik_jupyter.tools.registry import ToolRegistry
-from agentik_jupyter.types import ToolOutput
+from agentik_jupyter.types import Question, ToolOutput
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
 MAX_MENTIONS = 5
 MENTION_BUDGET_CHARS = 6_000
+OUT_SUGGESTIONS = 3
 MENTION = re.compile(r"(?<![\w@.])@([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 HEADER = "Attached by @mention (the variables' current state in the kernel):"
 
@@ -60,13 +64,21 @@ async def attach_mentions(text: str, names: list[str], describe: Describe) -> st
     return f"{text}\n\n{HEADER}\n\n" + "\n\n".join(blocks)
 
 
-async def expand_mentions(shell: InteractiveShell, registry: ToolRegistry, text: str) -> str:
+async def expand_mentions(
+    shell: InteractiveShell, registry: ToolRegistry, text: str, notebook_path: NotebookPath | None = None
+) -> str | Question:
     """The question as the model gets it: with the `@name` variables of this shell attached,
     described by the registry's `inspect_variable` (so its limits and refusals apply), then
-    what was held for it (a fix turn's failed cell: attachments.hold)."""
+    what was held for it (a fix turn's failed cell: attachments.hold), then the images of the
+    cells mentioned as `@out[n]` (a Question, with the images to send)."""
     expanded = await _with_mentions(shell, registry, text)
     held = take(shell, text)
-    return expanded if held is None else f"{expanded}\n\n{held}"
+    expanded = expanded if held is None else f"{expanded}\n\n{held}"
+    shown = await out_images(shell, text, notebook_path)
+    if shown is None:
+        return expanded
+    section, images, withheld = shown
+    return Question(text=f"{expanded}\n\n{section}", images=images, withheld=withheld)
 
 
 async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: str) -> str:
@@ -74,7 +86,9 @@ async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: 
     if "@" not in text or tool is None:
         return text
     user_ns, hidden = shell.user_ns, getattr(shell, "user_ns_hidden", {})
-    names = mentioned_names(text, lambda n: n in user_ns and n not in hidden and not n.startswith("_"))
+    names = mentioned_names(
+        without_out_mentions(text), lambda n: n in user_ns and n not in hidden and not n.startswith("_")
+    )
 
     async def describe(name: str) -> str:
         result = tool.execute(name=name)
@@ -88,7 +102,8 @@ async def _with_mentions(shell: InteractiveShell, registry: ToolRegistry, text: 
 def suggest_names(shell: InteractiveShell, prefix: str, limit: int = 8) -> list[tuple[str, str]]:
     """The user variables whose names start with `prefix` (case-insensitive), with their type
     names: what the panel offers as the user types `@`. Read from the names and `type()` only,
-    so no object of the user's runs any code for it."""
+    so no object of the user's runs any code for it. Then, for a prefix of `out`, the newest cells
+    that showed images, as `out[n]`."""
     wanted = prefix.lower()
     found = [
         (name, type_name(value))
@@ -96,4 +111,7 @@ def suggest_names(shell: InteractiveShell, prefix: str, limit: int = 8) -> list[
         if name.lower().startswith(wanted)
     ]
     found.sort(key=lambda item: (not item[0].startswith(prefix), item[0].lower()))
+    if prefix and "out".startswith(wanted):
+        images = image_cells(shell)[:OUT_SUGGESTIONS]
+        found = found[: limit - len(images)] + [(f"out[{n}]", f"{k} image(s) cell [{n}] showed") for n, k in images]
     return found[:limit]

@@ -106,7 +106,7 @@ def wire_text(message: ChatMessage) -> str:
         if message.provider_blocks and message.reasoning:  # signed thinking goes back to Anthropic
             wire["reasoning"] = message.reasoning
     text = json.dumps(wire, ensure_ascii=False, default=str)
-    images = message.tool_result.images if message.tool_result is not None else None
+    images = message.tool_result.images if message.tool_result is not None else message.images
     return text + "".join(" " + image.data for image in images or [])
 
 

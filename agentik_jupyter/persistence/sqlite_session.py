@@ -255,7 +255,12 @@ class SessionDB:
         the new turn id."""
         turn_id = new_id("turn_")
         question = ChatMessage(
-            id=user.id, role="user", content=user.content, context_note=user.context_note, timestamp=user.timestamp
+            id=user.id,
+            role="user",
+            content=user.content,
+            context_note=user.context_note,
+            images=user.images,
+            timestamp=user.timestamp,
         )
 
         def body(conn: sqlite3.Connection) -> str:

@@ -21,7 +21,7 @@ from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from agentik_jupyter.providers.openai_compatible import endpoint_url
 from agentik_jupyter.security.urls import redact_url
-from agentik_jupyter.types import ChatMessage, ToolSchema
+from agentik_jupyter.types import ChatMessage, ImagePart, ToolSchema
 
 
 def tool_to_wire(tool: ToolSchema) -> dict[str, Any]:
@@ -53,6 +53,7 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         if message.role == "user":
             texts = [message.context_note, message.content]  # the note its own block, the question as written
             role, blocks = "user", [{"type": "text", "text": t} for t in texts if t]
+            blocks += image_blocks(message.images or [])  # the question's own images, after its words
         elif message.role == "assistant":
             role, blocks = "assistant", _assistant_blocks(message)
         elif message.tool_result is not None:
@@ -63,10 +64,7 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
                 "content": tool_result_text(result),
             }
             if result.images:
-                block["content"] = [{"type": "text", "text": block["content"]}] + [
-                    {"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}}
-                    for i in result.images
-                ]
+                block["content"] = [{"type": "text", "text": block["content"]}] + image_blocks(result.images)
             if result.error is not None:
                 block["is_error"] = True
             role, blocks = "user", [block]
@@ -79,6 +77,11 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         else:
             wire.append({"role": role, "content": blocks})
     return wire
+
+
+def image_blocks(images: list[ImagePart]) -> list[dict[str, Any]]:
+    """Messages image blocks: each image as a base64 source."""
+    return [{"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}} for i in images]
 
 
 CACHE_POINT = {"type": "ephemeral"}

@@ -52,7 +52,11 @@ def messages_to_wire(messages: list[ChatMessage], system_prompt: str = "") -> li
             wire.append(images_message(images))
             images = []
         if message.role == "user":
-            wire.append({"role": "user", "content": user_text(message)})
+            text = user_text(message)
+            if message.images:  # the question's own images: a content array, its text first
+                wire.append({"role": "user", "content": [{"type": "text", "text": text}, *image_parts(message.images)]})
+            else:
+                wire.append({"role": "user", "content": text})
         elif message.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
@@ -80,8 +84,12 @@ def images_message(images: list[ImagePart]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [
         {"type": "text", "text": f"The {len(images)} image(s) the tool results above produced:"}
     ]
-    parts += [{"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}} for i in images]
-    return {"role": "user", "content": parts}
+    return {"role": "user", "content": parts + image_parts(images)}
+
+
+def image_parts(images: list[ImagePart]) -> list[dict[str, Any]]:
+    """Chat Completions image parts: each image as a base64 data URL."""
+    return [{"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}} for i in images]
 
 
 class OpenAIStream:

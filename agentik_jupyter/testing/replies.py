@@ -195,10 +195,33 @@ class RecordedRequest:
                 return _without_note(content)
             if isinstance(content, list):
                 texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+                if len(texts) == 1:  # OpenAI-compatible with images: the note and question in one part
+                    return _without_note(texts[0])
                 texts = [t for t in texts if not t.startswith(NOTE_HEADING)]
                 if texts:
                     return "".join(texts)
         return ""
+
+    def user_images(self) -> list[tuple[str, str]]:
+        """The images of the last user message as (media type, base64 data), from either wire format:
+        OpenAI-compatible `image_url` data URLs, Anthropic `image` blocks with a base64 source."""
+        for message in reversed(self.messages):
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            found: list[tuple[str, str]] = []
+            for part in content if isinstance(content, list) else []:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "image_url":
+                    url = str((part.get("image_url") or {}).get("url", ""))
+                    head, _, data = url.partition(";base64,")
+                    found.append((head.removeprefix("data:"), data))
+                elif part.get("type") == "image":
+                    source = part.get("source") or {}
+                    found.append((str(source.get("media_type", "")), str(source.get("data", ""))))
+            return found
+        return []
 
     def to_json(self) -> str:
         return json.dumps({"method": self.method, "path": self.path, "body": self.body})

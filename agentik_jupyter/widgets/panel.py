@@ -3,7 +3,8 @@
 History is rendered from chat_store.messages (so a resumed session shows at
 once); a running turn is rendered from its events (streamed, throttled). A resumed
 long session shows its latest page; "Show older" puts the page before it on top,
-rendering only the new messages. Typing `@` in the box suggests the kernel's variables.
+rendering only the new messages. Typing `@` in the box suggests the kernel's variables;
+the Image button attaches images to the next question (shown as thumbnails with it).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from agentik_jupyter.notebook.cells import CellAnchor, anchored
 from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.types import ChatMessage, End, Event, StartResponse, ToolCall
+from agentik_jupyter.types import ChatMessage, End, Event, ImagePart, StartResponse, ToolCall
 from agentik_jupyter.widgets.approval_card import ApprovalCard
+from agentik_jupyter.widgets.attach_images import ImageAttach, thumbnails_html
 from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
@@ -42,9 +44,16 @@ SCROLLER_HEIGHT = "min(40em, 60vh)"  # the whole panel fits a laptop's notebook 
 SUBMIT_SETTLE_S = 0.5
 
 
-def user_html(text: str) -> str:
-    """The user's bubble: what they asked, without what was attached for the model (@mentions, a fix's details)."""
-    return question_html(shown_text(text))
+QUESTION_THUMB_CSS = "max-height:8em;max-width:16em;margin:4px 4px 0 0;border-radius:3px"
+
+
+def user_html(text: str, images: list[ImagePart] | None = None) -> str:
+    """The user's bubble: what they asked, without what was attached for the model (@mentions, a fix's
+    details), with the images sent with it as thumbnails."""
+    bubble = question_html(shown_text(text))
+    if not images:
+        return bubble
+    return bubble + f'<div class="agentik-question-images">{thumbnails_html(images, QUESTION_THUMB_CSS)}</div>'
 
 
 STOPPED_HTML = '<div class="agentik-stopped">■ Stopped: the answer above is incomplete.</div>'
@@ -104,18 +113,21 @@ class ChatPanel:
         )
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
         self.rewind = RewindControl(session)
+        self.attach = ImageAttach()
         self.widget = VBox(
             children=(
                 self.title,
                 self.older_button,
                 self.scroller,
                 self.banner.widget,
-                HBox(children=(self.input, self.send_button, self.stop_button, self.rewind.button)),
+                HBox(children=(self.input, self.attach.upload, self.send_button, self.stop_button, self.rewind.button)),
+                self.attach.widget,
                 self.rewind.widget,
                 self.suggestions.widget,
                 HBox(children=(self.status.widget, self.notice, self.totals)),
             )
         )
+        self.widget.add_class("agentik-panel")  # where the lab extension takes pasted or dropped images
         self._usage_off = session.on_usage(self.refresh_totals) if hasattr(session, "on_usage") else None
         self.totals_task: asyncio.Task[Any] | None = None
         self.refresh_totals()
@@ -136,14 +148,24 @@ class ChatPanel:
     # ---- user actions ----
 
     def send(self, text: str | None = None) -> asyncio.Task[Any] | None:
-        """Start a turn with `text` (default: the text box); the box is cleared once it starts."""
+        """Start a turn with `text` (default: the text box) and the attached images; the box is cleared
+        once it starts."""
         message = (self.input.value if text is None else text).strip()
-        if not message:
+        if self.attach.busy and self.attach.reading is not None:  # a picked image is still being fitted
+            self.attach.reading.add_done_callback(lambda _: self.send(message))
+            self.notice.value = "<em>Reading the image…</em>"
+            if text is None:
+                self.input.value = ""
             return None
-
+        if not message and not self.attach.images:
+            return None
+        images = self.attach.take()
         # insert_cell proposals go below the active cell of the page whose Send this is
         with anchored(CellAnchor()), asked_from(asking_page()):
-            self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
+            if images:
+                self.last_task = self.session.start_turn(message, on_start=self._on_turn_start, images=images)
+            else:
+                self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
         ahead = self.session.ahead_of(self.last_task)
         self.notice.value = f"<em>Queued ({ahead} ahead)</em>" if ahead else ""
         if text is None:
@@ -258,7 +280,7 @@ class ChatPanel:
 
     def _render_message(self, m: ChatMessage, out: list[Widget]) -> None:
         if m.role == "user":
-            out.append(HTML(value=user_html(m.content)))
+            out.append(HTML(value=user_html(m.content, m.images)))
         elif m.role == "assistant":
             if m.error == INTERRUPTED_MESSAGE:
                 out.append(HTML(value=STOPPED_HTML))

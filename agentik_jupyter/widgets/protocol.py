@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from agentik_jupyter.core.store import AgentStore, ChatStore
-from agentik_jupyter.types import Event
+from agentik_jupyter.types import Event, ImagePart
 
 
 @runtime_checkable
@@ -26,7 +26,9 @@ class SessionLike(Protocol):
 
     def on_event(self, listener: Callable[[Event], None]) -> Callable[[], None]: ...
 
-    def start_turn(self, text: str, *, on_start: Callable[[], None] | None = None) -> asyncio.Task[Any]: ...
+    def start_turn(
+        self, text: str, *, on_start: Callable[[], None] | None = None, images: list[ImagePart] | None = None
+    ) -> asyncio.Task[Any]: ...
 
     def stop(self) -> bool: ...
 

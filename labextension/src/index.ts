@@ -10,6 +10,7 @@ import { gotoPlugin } from './goto';
 import { offerFixes, serveNotebooks } from './notebook';
 import { SessionsSidebar } from './sidebar';
 import { liveTextPlugin } from './livetext';
+import { pasteImagesPlugin } from './paste_images';
 import { pinningPlugin } from './pinning';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
@@ -49,4 +50,4 @@ const notebookPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin, notebookPlugin, liveTextPlugin, gotoPlugin, pinningPlugin];
+export default [sessionsPlugin, notebookPlugin, liveTextPlugin, gotoPlugin, pasteImagesPlugin, pinningPlugin];
