@@ -15,6 +15,7 @@ from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED
 from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
 from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.types import EndReason, Usage
+from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.shared import html
 
@@ -267,7 +268,7 @@ class StatusLine:
     def _value(self) -> str:
         """The widget's HTML for the line now."""
         text, waits = self._line()
-        value = f'<span class="agentik-status">{escape(text)}</span>'
+        value = f'<span class="agentik-status" style="{look.STATUS}">{escape(text)}</span>'
         if waits is not None:
             value += goto_html("approval" if waits.approval else "answer")
         return value
@@ -307,7 +308,7 @@ class ErrorBanner:
         self.dismiss.on_click(main_thread_callback(lambda _: self._store.set_error(None)))
         self.widget = HBox(
             children=(self.message, self.dismiss),
-            layout=Layout(display="none"),
+            layout=Layout(display="none", **look.ERROR_BANNER_FRAME),
         )
         self.widget.add_class("agentik-error-banner")  # the theme's error look (labextension/style/index.css)
         self._unsubscribe = chat_store.subscribe(self._on_state)
@@ -324,7 +325,9 @@ class ErrorBanner:
         self._show(state.error)
 
     def _show(self, error: str | None) -> None:
-        text = "" if error is None else f'<span class="agentik-error">⚠ {escape(error)}</span>'
+        text = (
+            "" if error is None else f'<span class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(error)}</span>'
+        )
         if self.message.value != text:
             self.message.value = text
         display = "none" if error is None else "flex"
