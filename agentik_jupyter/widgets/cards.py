@@ -114,9 +114,7 @@ def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
         parts.append("<div><em>Running…</em></div>")
     elif result.error is not None:
         parts.append("<div><b>Error</b></div>")
-        parts.append(
-            _pre(result.error, f"{look.PRE};{look.ERROR_TEXT}").replace("<pre", '<pre class="agentik-error"', 1)
-        )
+        parts.append(_pre(result.error, look.ERROR_PRE).replace("<pre", '<pre class="agentik-error"', 1))
     else:
         preview = rich_html(result.display)
         text = result_text(result)

@@ -41,3 +41,5 @@ PRE = (
     "white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow:auto;margin:2px 0 6px;"
     f"padding:4px 6px;background:{CODE_BACKGROUND};{CODE_FONT}"
 )
+ERROR_PRE = f"{PRE};background:none;{ERROR_TEXT}"
+"""An error's text in a card: red on the card's own background (on the code grey it reads at 4.3:1)."""
