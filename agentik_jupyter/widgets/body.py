@@ -35,12 +35,16 @@ def error_html(message: str) -> str:
     return f'<div class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(message)}</div>'
 
 
-def question_html(text: str) -> str:
+def question_html(text: str, *, inline: bool = True) -> str:
     """The question, built as the transcript renderer builds it (renderer.ts): one look; its
-    style inline too, for a frontend without our CSS (widgets/look.py)."""
+    style inline too, for a frontend without our CSS (widgets/look.py). `inline=False` for a
+    widget of our extension (its CSS is there, and its allow-list drops `var()` styles)."""
+    user, who, question = (
+        (f' style="{look.USER}"', f' style="{look.WHO}"', f' style="{look.QUESTION}"') if inline else ("", "", "")
+    )
     return (
-        f'<div class="agentik-user" style="{look.USER}"><span class="agentik-who" style="{look.WHO}">You</span>'
-        f'<div class="agentik-question" style="{look.QUESTION}">{escape(text)}</div></div>'
+        f'<div class="agentik-user"{user}><span class="agentik-who"{who}>You</span>'
+        f'<div class="agentik-question"{question}>{escape(text)}</div></div>'
     )
 
 

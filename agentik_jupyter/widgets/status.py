@@ -116,11 +116,14 @@ class StatusLine:
         clock: Callable[[], float] = time.monotonic,
         begun: float | None = None,
         make: Callable[[str], Any] | None = None,
+        inline: bool = True,
     ) -> None:
         """`begun`: the turn already started then (on `clock`): the widget opens showing it,
         instead of opening empty and being updated at once. `make(html)`: the widget that
-        shows the line (anything with a `value`; an HTML widget by default)."""
+        shows the line (anything with a `value`; an HTML widget by default). `inline=False`:
+        the line's HTML without its inline look (a widget of our extension, whose CSS styles it)."""
         self.clock = clock
+        self._style = f' style="{look.STATUS}"' if inline else ""
         self._store = agent_store
         self._started: float | None = None
         self._ended: float | None = None
@@ -268,7 +271,7 @@ class StatusLine:
     def _value(self) -> str:
         """The widget's HTML for the line now."""
         text, waits = self._line()
-        value = f'<span class="agentik-status" style="{look.STATUS}">{escape(text)}</span>'
+        value = f'<span class="agentik-status"{self._style}>{escape(text)}</span>'
         if waits is not None:
             value += goto_html("approval" if waits.approval else "answer")
         return value

@@ -162,9 +162,10 @@ class TurnView:
                 clock=self.clock,
                 begun=begun,
                 make=lambda value: LiveStatus(value=value, disabled=not self.armed, layout=layout("plain")),
+                inline=False,  # (our extension's CSS styles it)
             )
             self.stop_button = self.footer = self.status.widget
-            live: LiveText | None = LiveText(head=question_html(self.question), layout=layout("tight"))
+            live: LiveText | None = LiveText(head=question_html(self.question, inline=False), layout=layout("tight"))
             self.header = live
         else:
             self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)

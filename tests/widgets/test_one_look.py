@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from agentik_jupyter.core.store import AgentStore
 from agentik_jupyter.notebook.edits import diff_html, unified_diff
 from agentik_jupyter.types import ToolCall, ToolResult
 from agentik_jupyter.widgets.body import error_html, question_html
@@ -15,6 +16,7 @@ from agentik_jupyter.widgets.cards import ToolCard, card_html
 from agentik_jupyter.widgets.panel import STOPPED_HTML, user_html
 from agentik_jupyter.widgets.sanitize import sanitize_html
 from agentik_jupyter.widgets.shared import ANSWER_CLASSES, BUTTON_STYLES, LAYOUTS, button, html, layout
+from agentik_jupyter.widgets.status import StatusLine
 
 THEMED = re.compile(r"var\(--jp-[a-z0-9-]+, ?(#[0-9a-fA-F]{3,6}|[a-z0-9.]+)\)")
 BARE_COLOUR = re.compile(r"#[0-9a-fA-F]{3,6}\b|rgba?\(")
@@ -54,6 +56,17 @@ def test_the_live_parts_keep_their_classes_and_carry_their_look() -> None:
     assert "border:1px solid var(--jp-border-color2, #e0e0e0)" in card.widget.value
     assert "color:var(--jp-error-color1" in card.widget.value  # the error in the card, red
     assert ANSWER_CLASSES == ("agentik-assistant", "jp-RenderedHTMLCommon", "jp-RenderedMarkdown")
+
+
+def test_a_widget_of_our_extension_gets_no_inline_look() -> None:
+    """Its page has our CSS, and its allow-list drops `var()` styles: they would only cost bytes."""
+    assert question_html("a <b>", inline=False) == (
+        '<div class="agentik-user"><span class="agentik-who">You</span>'
+        '<div class="agentik-question">a &lt;b&gt;</div></div>'
+    )
+    store = AgentStore()
+    assert "style=" in StatusLine(store, begun=0.0, clock=lambda: 1.0).widget.value
+    assert "style=" not in StatusLine(store, begun=0.0, clock=lambda: 1.0, inline=False).widget.value
 
 
 def test_a_saved_transcripts_card_is_the_live_one() -> None:
