@@ -13,7 +13,7 @@ and styled from what the widget carries (widgets/look.py), checked on computed s
 3. a failed tool and a failed turn: the error texts red, the tool card framed;
 4. every text of ours on screen has contrast ≥ 4.5:1 against what is behind it.
 
-Screenshots in tests/artifacts/no_extension_*.png.
+In JupyterLab's light and dark themes. Screenshots in tests/artifacts/no_extension_<theme>_*.png.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tests.browser.test_browser import (  # noqa: E402  (skips the module when c
     lab_server,
     write_code_cells,
 )
-from tests.browser.test_contrast import AA, MEASURE, OURS
+from tests.browser.test_contrast import AA, MEASURE, OURS, THEMES, theme_settings
 from tests.browser.test_notebook import run_cell
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -65,8 +65,8 @@ LOOK = """(out, selector) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+@pytest.fixture(scope="module", params=list(THEMES))
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("no-extension")
     root, home = tmp / "root", tmp / "home"
     root.mkdir()
@@ -86,13 +86,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         ) as server,
         browser_lab(srv, server, artifact="no-extension", height=1300) as lab,
     ):
+        theme_settings(home, request.param)
+        lab.theme = request.param  # type: ignore[attr-defined]  (screenshot names)
         lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
         lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
         yield lab
 
 
 def shot(lab: Lab, name: str, at: Any = None) -> None:
-    lab.shot(f"no_extension_{name}.png", at=at)
+    lab.shot(f"no_extension_{lab.theme}_{name}.png", at=at)  # type: ignore[attr-defined]
 
 
 def look(lab: Lab, cell: int, selector: str, what: str) -> dict[str, Any]:
@@ -111,6 +113,8 @@ def reddish(rgb: list[float]) -> bool:
 
 
 def test_0_the_extension_is_off(lab: Lab) -> None:
+    dark = lab.page.evaluate("() => document.body.dataset.jpThemeLight") == "false"
+    assert dark == (lab.theme == "dark"), "the page is not in the theme asked for"  # type: ignore[attr-defined]
     run_cell(lab, CELL_LOAD)
     assert lab.page.locator('.jp-SideBar [data-id="agentik-sessions"]').count() == 0  # (its sidebar is ours)
     run_cell(lab, CELL_DATA)
@@ -195,7 +199,7 @@ def test_3_errors_are_red(lab: Lab) -> None:
 def test_4_every_text_of_ours_is_legible(lab: Lab) -> None:
     found = list(lab.page.evaluate(MEASURE, OURS))
     ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "no_extension_contrast.json").write_text(json.dumps(found, indent=1))
+    (ARTIFACTS / f"no_extension_{lab.theme}_contrast.json").write_text(json.dumps(found, indent=1))  # type: ignore[attr-defined]
     shot(lab, "whole", at=lab.cell(CELL_EDIT))
     assert len(found) >= 10, found  # the cards, questions, answers and status lines measured
     low = [f for f in found if f["ratio"] < AA]
