@@ -38,6 +38,17 @@ BOUNDS: list[tuple[str, float, str]] = [
     ("paced_turns.plain.first_words_at_once_s", 0.03, "the same for a model that answers at once, at its pace (s)"),
     ("paced_turns.plain.bytes_per_answer_byte", 4.0, "bytes to the frontend per byte of a paced answer"),
     ("paced_turns.plain.cpu_ratio", 1.3, "kernel CPU of a paced turn / of the raw read of the same stream"),
+    (
+        "paced_turns.plain_without_extension.first_words_s",
+        0.03,
+        "first words without our lab extension (VS Code, Colab: ipywidgets' HTML widgets) (s)",
+    ),
+    ("paced_turns.plain_without_extension.first_words_at_once_s", 0.03, "the same, a model that answers at once (s)"),
+    (
+        "paced_turns.plain_without_extension.bytes_per_answer_byte",
+        4.0,
+        "bytes to the frontend per byte of a paced answer, without our lab extension",
+    ),
     ("paced_turns.tool_call.cpu_ratio", 1.6, "the same with a call of a user @tool (sync), both responses paced"),
     ("server_turns.unpaced.ratio", 1.15, "a turn through the server's chat route / a turn in the kernel, full speed"),
     ("server_turns.paced.ratio", 1.15, "the same at a model's pace (think 0.3 s, then 250 chunks/s)"),

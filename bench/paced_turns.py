@@ -125,7 +125,7 @@ def _first_words(cells: list[PacedCell], name: str) -> dict[str, float | None]:
     }
 
 
-def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool, at_once_too: bool = True) -> dict[str, Any]:
+def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[str, Any]:
     requests = 2 if tool else 1
     raws: list[PacedCell] = []
     turns: list[PacedCell] = []
@@ -138,7 +138,7 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool, at_once_
             raws.append(raw)
             turns.append(turn)
     at_once: list[PacedCell] = []
-    for _ in range(REPEATS if at_once_too and not tool else 0):  # the model answers at once, at its pace
+    for _ in range(0 if tool else REPEATS):  # the model answers at once, at its pace
         server.push(*_replies(tool, think=False))
         at_once.append(_run(kernel, server, AGENT_CELL, agent=True))
     raw_cpu, turn_cpu = _median([c.cpu_s for c in raws]), _median([c.cpu_s for c in turns])
@@ -181,7 +181,7 @@ def paced_turns() -> dict[str, dict[str, Any]]:
         kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
         try:
             kernel.run(SETUP)
-            fallback = _measure(kernel, server, tool=False, at_once_too=False)
+            fallback = _measure(kernel, server, tool=False)
         finally:
             kernel.close()
     return {"plain": plain, "tool_call": with_tool, "plain_without_extension": fallback}

@@ -79,17 +79,24 @@ def diff_html(diff: str) -> str:
     rows = []
     for line in diff.splitlines():
         kind = "added" if line.startswith("+") else "removed" if line.startswith("-") else "same"
-        style = {"added": "background:#e6ffec;color:#1f2328", "removed": "background:#ffebe9;color:#1f2328"}
         rows.append(
-            f'<div class="agentik-diff-line agentik-diff-{kind}" style="{style.get(kind, "")}">'
+            f'<div class="agentik-diff-line agentik-diff-{kind}" style="{DIFF_STYLES.get(f"agentik-diff-{kind}", "")}">'
             f"{invisible.escape_visible(line) or '&nbsp;'}</div>"
         )
     return (
         invisible.warning_html(diff, "This change")
-        + '<div class="agentik-diff" style="font-family:monospace;white-space:pre-wrap;font-size:12px">'
+        + f'<div class="agentik-diff" style="{DIFF_STYLES["agentik-diff"]}">'
         + "".join(rows)
         + "</div>"
     )
+
+
+DIFF_STYLES = {
+    "agentik-diff": "font-family:monospace;white-space:pre-wrap;font-size:12px",
+    "agentik-diff-added": "background:#e6ffec;color:#1f2328",
+    "agentik-diff-removed": "background:#ffebe9;color:#1f2328",
+}
+"""The diff's inline look, by class (a card's sanitised preview puts it back from the class)."""
 
 
 def _display(diff: str) -> dict[str, str]:

@@ -19,11 +19,8 @@ from agentik_jupyter.security import invisible
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike
 from agentik_jupyter.widgets.shared import (
-    ACCEPT_CLASSES,
     APPROVAL_CLASSES,
     APPROVAL_DONE_CLASS,
-    PLAIN_CLASSES,
-    REJECT_CLASSES,
     box,
     button,
     html,
@@ -158,17 +155,20 @@ class ApprovalCard:
         self.request = request
         self.question = html(approval_html(request))
         # JupyterLab's look, not ipywidgets' loud success/danger colours: classes the lab
-        # extension styles with the theme's variables (labextension/style/index.css).
-        self.approve_button = button("Approve", icon="check", _dom_classes=ACCEPT_CLASSES)
-        self.deny_button = button("Deny", icon="times", _dom_classes=REJECT_CLASSES)
-        self.always_button = button("Always in this session", "auto", _dom_classes=PLAIN_CLASSES)
+        # extension styles with the theme's variables (labextension/style/index.css), and the
+        # same colours inline where it is missing (widgets/look.py).
+        self.approve_button = button("Approve", icon="check", kind="accept")
+        self.deny_button = button("Deny", icon="times", kind="reject")
+        self.always_button = button("Always in this session", "auto")
         # Clicks may arrive on a kernel subshell's thread: decide on the main loop.
         self.approve_button.on_click(main_thread_callback(lambda _: self.request.approve()))
         self.deny_button.on_click(main_thread_callback(lambda _: self.request.deny()))
         self.always_button.on_click(main_thread_callback(lambda _: self.request.approve(always=True)))
         self.buttons = box(HBox, (self.approve_button, self.deny_button, self.always_button))
         self.outcome = html("")
-        self.widget = box(VBox, (self.question, self.buttons, self.outcome), classes=APPROVAL_CLASSES)
+        self.widget = box(
+            VBox, (self.question, self.buttons, self.outcome), layout_name="approval", classes=APPROVAL_CLASSES
+        )
         request.on_resolved(self._resolved)
 
     def _resolved(self, request: Any) -> None:
@@ -176,4 +176,5 @@ class ApprovalCard:
             choice.disabled = True
         self.buttons.layout = layout("hidden")  # shared layouts are swapped, never changed
         self.outcome.value = f"<b>{escape(decision_text(self.request))}</b>"
+        self.widget.layout = layout("approval_done")
         self.widget.add_class(APPROVAL_DONE_CLASS)

@@ -21,6 +21,7 @@ from agentik_jupyter.types import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.markdown import escape
@@ -30,15 +31,20 @@ from agentik_jupyter.widgets.stream import StreamBuffer
 
 
 def error_html(message: str) -> str:
-    """An error in a live view or the panel (coloured by the theme: index.css)."""
-    return f'<div class="agentik-error">⚠ {escape(message)}</div>'
+    """An error in a live view or the panel, in the theme's error colour (inline too: widgets/look.py)."""
+    return f'<div class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(message)}</div>'
 
 
-def question_html(text: str) -> str:
-    """The question, built as the transcript renderer builds it (renderer.ts): one look."""
+def question_html(text: str, *, inline: bool = True) -> str:
+    """The question, built as the transcript renderer builds it (renderer.ts): one look; its
+    style inline too, for a frontend without our CSS (widgets/look.py). `inline=False` for a
+    widget of our extension (its CSS is there, and its allow-list drops `var()` styles)."""
+    user, who, question = (
+        (f' style="{look.USER}"', f' style="{look.WHO}"', f' style="{look.QUESTION}"') if inline else ("", "", "")
+    )
     return (
-        f'<div class="agentik-user"><span class="agentik-who">You</span>'
-        f'<div class="agentik-question">{escape(text)}</div></div>'
+        f'<div class="agentik-user"{user}><span class="agentik-who"{who}>You</span>'
+        f'<div class="agentik-question"{question}>{escape(text)}</div></div>'
     )
 
 

@@ -17,6 +17,7 @@ from agentik_jupyter.notebook.edits import REJECTED
 from agentik_jupyter.security import invisible
 from agentik_jupyter.tools.vision import RASTER_TYPES
 from agentik_jupyter.types import ToolCall, ToolResult
+from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.sanitize import sanitize_html
 from agentik_jupyter.widgets.shared import html
@@ -79,7 +80,7 @@ def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = Tru
 
 def _pre(text: str, css: str = "") -> str:
     shown, cut = truncate(text)
-    note = f'<div class="agentik-cut"><em>{escape(cut_note(cut))}</em></div>' if cut else ""
+    note = f'<div class="agentik-cut" style="{look.STATUS}"><em>{escape(cut_note(cut))}</em></div>' if cut else ""
     style = f' style="{css}"' if css else ""
     return f"<pre{style}>{invisible.escape_visible(shown)}</pre>{note}"
 
@@ -101,46 +102,41 @@ def rich_html(display: dict[str, Any] | None) -> str:
     return ""
 
 
-def card_body_html(call: ToolCall, result: ToolResult | None, *, inline: bool = True) -> str:
+def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
     parts = [
         invisible.warning_html("\n".join(shown), "This tool call"),
         "<div><b>Arguments</b></div>",
-        _pre(args_text(call.args)),
+        _pre(args_text(call.args), look.PRE),
     ]
     if result is None:
         parts.append("<div><em>Running…</em></div>")
     elif result.error is not None:
         parts.append("<div><b>Error</b></div>")
-        parts.append(
-            _pre(result.error, "color:#b00020;white-space:pre-wrap" if inline else "").replace(
-                "<pre", '<pre class="agentik-error"', 1
-            )
-        )
+        parts.append(_pre(result.error, look.ERROR_PRE).replace("<pre", '<pre class="agentik-error"', 1))
     else:
         preview = rich_html(result.display)
         text = result_text(result)
         if preview:
             parts.append(f"<div><b>Result</b></div>{preview}")
             if text:
-                parts.append(f"<details><summary>Text sent to the model</summary>{_pre(text)}</details>")
+                parts.append(f"<details><summary>Text sent to the model</summary>{_pre(text, look.PRE)}</details>")
         else:
             parts.append("<div><b>Result</b></div>")
-            parts.append(_pre(text or "(no output)", "white-space:pre-wrap"))
+            parts.append(_pre(text or "(no output)", look.PRE))
     return "".join(parts)
 
 
-CARD_STYLE = ' style="border:1px solid #ccc;border-radius:4px;padding:2px 8px;margin:4px 0"'
+CARD_STYLE = f' style="{look.CARD}"'
 
 
-def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True, inline: bool = True) -> str:
-    """A collapsed <details>. `inline` colours are for a saved transcript's HTML (GitHub,
-    nbviewer: no JupyterLab theme); a live card is styled by its class (index.css)."""
+def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
+    """A collapsed <details>, its look inline (widgets/look.py: the theme's colours in JupyterLab,
+    with or without our extension; their fallbacks in VS Code, Colab, GitHub, nbviewer)."""
     title = escape(card_title(call, result, timings=timings))
     return (
-        f'<details class="agentik-tool"{CARD_STYLE if inline else ""}>'
-        f"<summary>{title}</summary>{card_body_html(call, result, inline=inline)}</details>"
+        f'<details class="agentik-tool"{CARD_STYLE}><summary>{title}</summary>{card_body_html(call, result)}</details>'
     )
 
 
@@ -150,7 +146,7 @@ class ToolCard:
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self.result: ToolResult | None = None
-        self.widget = html(card_html(call, None, inline=False))
+        self.widget = html(card_html(call, None))
 
     @property
     def title(self) -> str:
@@ -159,11 +155,11 @@ class ToolCard:
 
     @property
     def body_html(self) -> str:
-        return card_body_html(self.call, self.result, inline=False)
+        return card_body_html(self.call, self.result)
 
     def set_result(self, result: ToolResult) -> None:
         self.result = result
-        self.widget.value = card_html(self.call, result, inline=False)
+        self.widget.value = card_html(self.call, result)
 
     @property
     def collapsed(self) -> bool:

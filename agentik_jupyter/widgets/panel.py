@@ -34,7 +34,7 @@ from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.rewind_control import RewindControl
-from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES, button_style
 from agentik_jupyter.widgets.status import ErrorBanner, StatusLine, totals_text
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
 from agentik_jupyter.widgets.turn_view import close_tree
@@ -106,7 +106,9 @@ class ChatPanel:
         self._submit_due = False
         self._submit_timer: asyncio.TimerHandle | None = None
         # JupyterLab's accept / plain buttons (index.css), as the cards', not ipywidgets' own colours
-        self.send_button = Button(description="Send", icon="paper-plane", _dom_classes=ACCEPT_CLASSES)
+        self.send_button = Button(
+            description="Send", icon="paper-plane", _dom_classes=ACCEPT_CLASSES, style=button_style("accept")
+        )
         self.send_button.on_click(main_thread_callback(lambda _: self.send()))
         self.stop_button = Button(
             description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES

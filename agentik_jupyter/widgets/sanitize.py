@@ -4,12 +4,17 @@ Tools run user or third-party code (MCP), so their `text/html` is treated like
 model text: only table-ish tags with harmless attributes survive, everything
 else is dropped (style and script bodies) or kept as escaped text. Invisible and
 direction-changing characters in the text become badges (security/invisible.py).
+
+A tool's own `style` attributes are dropped; an element with one of our classes (a diff's lines,
+a hidden-character badge) gets that class's inline look back from CLASS_STYLES, so the preview
+is coloured where our lab extension's CSS is not (VS Code, Colab).
 """
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
 
+from agentik_jupyter.notebook.edits import DIFF_STYLES
 from agentik_jupyter.security import invisible
 from agentik_jupyter.widgets.markdown import escape
 
@@ -20,6 +25,18 @@ ALLOWED_TAGS = frozenset(
 VOID_TAGS = frozenset({"br", "col", "hr"})
 ALLOWED_ATTRS = frozenset({"class", "colspan", "rowspan", "border", "align", "valign", "title"})
 DROP_CONTENT = frozenset({"script", "style", "template", "iframe", "object", "noscript", "svg", "math"})
+CLASS_STYLES = {
+    **DIFF_STYLES,
+    "agentik-invisible": invisible.BADGE_STYLE,
+    "agentik-invisible-warning": invisible.WARNING_STYLE,
+}
+"""Our own inline looks, fixed strings chosen by class (never a value from the tool's HTML)."""
+
+
+def _class_style(attrs: list[tuple[str, str | None]]) -> str:
+    classes = next((v or "" for k, v in attrs if k == "class"), "").split()
+    style = next((CLASS_STYLES[c] for c in classes if c in CLASS_STYLES), "")
+    return f' style="{style}"' if style else ""
 
 
 class _Sanitizer(HTMLParser):
@@ -36,7 +53,7 @@ class _Sanitizer(HTMLParser):
         if self.dropping or tag not in ALLOWED_TAGS:
             return
         kept = "".join(f' {k}="{escape(invisible.plain_visible(v or ""))}"' for k, v in attrs if k in ALLOWED_ATTRS)
-        self.out.append(f"<{tag}{kept}>")
+        self.out.append(f"<{tag}{kept}{_class_style(attrs)}>")
         if tag not in VOID_TAGS:
             self.open.append(tag)
 

@@ -6,9 +6,11 @@ line of HTML. Here each kind of layout or style is created once per kernel and s
 a turn opens only the widgets that show something. A shared layout is never changed after
 it is made (that would change every view using it): to hide a view, swap its layout.
 
-Colours are not here: a turn's parts carry classes (`agentik-live`, `agentik-user`,
-`agentik-assistant`, `agentik-approval`...) that labextension/style/index.css styles once, with
-JupyterLab's theme variables, for the live view, the transcript and the chat panel alike.
+A turn's parts carry classes (`agentik-live`, `agentik-user`, `agentik-assistant`,
+`agentik-approval`...) that labextension/style/index.css styles for the live view, the transcript
+and the chat panel alike, and the same look inline (widgets/look.py: frames in these shared
+layouts, button colours in these shared styles, the rest in the HTML), for a frontend that
+renders ipywidgets without our lab extension (VS Code, Colab).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ipywidgets import HTML, Box, Button, HBox, Layout, VBox, Widget
 from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.lean import LeanButton, LeanHBox, LeanHTML, LeanVBox
 
 W = TypeVar("W", bound=Widget)
@@ -30,7 +33,11 @@ LAYOUTS: dict[str, dict[str, str]] = {
     "hidden": {"display": "none"},
     "tight": {"margin": "0"},
     "auto": {"width": "auto"},
+    "live": look.LIVE_FRAME,
+    "approval": look.APPROVAL_FRAME,
+    "approval_done": look.APPROVAL_DONE_FRAME,
 }
+BUTTON_STYLES: dict[str, dict[str, str]] = {"": {}, "accept": look.ACCEPT_BUTTON, "reject": look.REJECT_BUTTON}
 
 _made: dict[str, Widget] = {}
 
@@ -52,7 +59,8 @@ def html_style() -> HTMLStyle:
 
 
 def button_style(name: str = "") -> ButtonStyle:
-    return _shared(f"style:button:{name}", ButtonStyle)
+    """The shared ButtonStyle called `name` ("", "accept", "reject": see BUTTON_STYLES)."""
+    return _shared(f"style:button:{name}", lambda: ButtonStyle(**BUTTON_STYLES[name]))
 
 
 def placeholder() -> Box:
@@ -79,11 +87,14 @@ ACCEPT_CLASSES = ("agentik-button", "agentik-button-accept")
 REJECT_CLASSES = ("agentik-button", "agentik-button-reject")
 PLAIN_CLASSES = ("agentik-button",)
 """JupyterLab's accept / reject / plain look for the cards' buttons (labextension/style/index.css)."""
+KIND_CLASSES = {"accept": ACCEPT_CLASSES, "reject": REJECT_CLASSES, "": PLAIN_CLASSES}
 
 
-def button(description: str, layout_name: str = "plain", **traits: Any) -> Button:
-    """A Button on a shared layout and style: one comm_open, lean (widgets/lean.py)."""
-    return LeanButton(description=description, layout=layout(layout_name), style=button_style(), **traits)
+def button(description: str, layout_name: str = "plain", *, kind: str = "", **traits: Any) -> Button:
+    """A Button on a shared layout and style: one comm_open, lean (widgets/lean.py). `kind`
+    ("accept", "reject" or "" for plain) gives it its classes and its colours inline."""
+    traits.setdefault("_dom_classes", KIND_CLASSES[kind])
+    return LeanButton(description=description, layout=layout(layout_name), style=button_style(kind), **traits)
 
 
 def box(

@@ -15,6 +15,7 @@ from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED
 from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
 from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.types import EndReason, Usage
+from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.shared import html
 
@@ -115,11 +116,14 @@ class StatusLine:
         clock: Callable[[], float] = time.monotonic,
         begun: float | None = None,
         make: Callable[[str], Any] | None = None,
+        inline: bool = True,
     ) -> None:
         """`begun`: the turn already started then (on `clock`): the widget opens showing it,
         instead of opening empty and being updated at once. `make(html)`: the widget that
-        shows the line (anything with a `value`; an HTML widget by default)."""
+        shows the line (anything with a `value`; an HTML widget by default). `inline=False`:
+        the line's HTML without its inline look (a widget of our extension, whose CSS styles it)."""
         self.clock = clock
+        self._style = f' style="{look.STATUS}"' if inline else ""
         self._store = agent_store
         self._started: float | None = None
         self._ended: float | None = None
@@ -267,7 +271,7 @@ class StatusLine:
     def _value(self) -> str:
         """The widget's HTML for the line now."""
         text, waits = self._line()
-        value = f'<span class="agentik-status">{escape(text)}</span>'
+        value = f'<span class="agentik-status"{self._style}>{escape(text)}</span>'
         if waits is not None:
             value += goto_html("approval" if waits.approval else "answer")
         return value
@@ -307,7 +311,7 @@ class ErrorBanner:
         self.dismiss.on_click(main_thread_callback(lambda _: self._store.set_error(None)))
         self.widget = HBox(
             children=(self.message, self.dismiss),
-            layout=Layout(display="none"),
+            layout=Layout(display="none", **look.ERROR_BANNER_FRAME),
         )
         self.widget.add_class("agentik-error-banner")  # the theme's error look (labextension/style/index.css)
         self._unsubscribe = chat_store.subscribe(self._on_state)
@@ -324,7 +328,9 @@ class ErrorBanner:
         self._show(state.error)
 
     def _show(self, error: str | None) -> None:
-        text = "" if error is None else f'<span class="agentik-error">⚠ {escape(error)}</span>'
+        text = (
+            "" if error is None else f'<span class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(error)}</span>'
+        )
         if self.message.value != text:
             self.message.value = text
         display = "none" if error is None else "flex"

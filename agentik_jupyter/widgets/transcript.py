@@ -20,6 +20,7 @@ from typing import Any
 from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
+from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
 from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.sanitize import sanitize_html
@@ -160,7 +161,7 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
 
 
 def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
-    out = ['<div class="agentik-transcript" style="border-left:3px solid #4a90d9;padding-left:8px">']
+    out = [f'<div class="agentik-transcript" style="border-left:3px solid {look.BRAND};padding-left:8px">']
     if payload.get("title"):
         out.append(f'<div style="font-weight:bold">{escape(payload["title"])}</div>')
     for i, e in enumerate(entries):
@@ -174,7 +175,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
         elif e["role"] == "error" and e.get("code") == "notice":
             out.append(f'<div class="agentik-notice" style="opacity:0.75">{escape(e["message"])}</div>')
         elif e["role"] == "error":
-            out.append(f'<div class="agentik-error" style="color:#b00020">⚠ {escape(e["message"])}</div>')
+            out.append(f'<div class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(e["message"])}</div>')
         elif e["role"] == "notice":
             out.append(f'<div class="agentik-notice"><em>{escape(e["message"])}</em></div>')
         else:
@@ -186,7 +187,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
     parts.append(usage_text(Usage(**usage)) if usage else "")
     footer = " · ".join(p for p in parts if p)
     if footer:
-        out.append(f'<div class="agentik-status" style="color:#666;font-size:90%">{escape(footer)}</div>')
+        out.append(f'<div class="agentik-status" style="color:{look.MUTED};font-size:90%">{escape(footer)}</div>')
     out.append("</div>")
     return "".join(out)
 

@@ -20,7 +20,7 @@ from ipywidgets import HTML, Button, HBox, Layout, VBox
 
 from agentik_jupyter.core.mainloop import main_thread_callback, run_on_main
 from agentik_jupyter.widgets.markdown import escape
-from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES
+from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, APPROVAL_CLASSES, PLAIN_CLASSES, button_style, layout
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,9 @@ class TrustCard:
         self.decided = False
         self.question = HTML(value=trust_html(path, servers))
         # JupyterLab's accept / plain buttons (index.css), like the approval card's, not ipywidgets' loud colours
-        self.trust_button = Button(description="Trust", icon="check", _dom_classes=ACCEPT_CLASSES)
+        self.trust_button = Button(
+            description="Trust", icon="check", _dom_classes=ACCEPT_CLASSES, style=button_style("accept")
+        )
         self.decline_button = Button(
             description="Don't trust", icon="times", layout=Layout(width="auto"), _dom_classes=PLAIN_CLASSES
         )
@@ -112,6 +114,7 @@ class TrustCard:
         self.outcome = HTML(value="")
         self.widget = VBox(
             children=(self.question, self.buttons, self.outcome),
+            layout=layout("approval"),  # the frame inline too (widgets/look.py)
             _dom_classes=APPROVAL_CLASSES,
         )
 

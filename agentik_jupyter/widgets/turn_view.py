@@ -38,7 +38,7 @@ from agentik_jupyter.widgets.live_status import LiveStatus
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.publish import display_now, update_now
-from agentik_jupyter.widgets.shared import LIVE_CLASSES, PLAIN_CLASSES, box, button, html, layout, placeholder, retire
+from agentik_jupyter.widgets.shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
 
@@ -162,20 +162,19 @@ class TurnView:
                 clock=self.clock,
                 begun=begun,
                 make=lambda value: LiveStatus(value=value, disabled=not self.armed, layout=layout("plain")),
+                inline=False,  # (our extension's CSS styles it)
             )
             self.stop_button = self.footer = self.status.widget
-            live: LiveText | None = LiveText(head=question_html(self.question), layout=layout("tight"))
+            live: LiveText | None = LiveText(head=question_html(self.question, inline=False), layout=layout("tight"))
             self.header = live
         else:
             self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)
-            self.stop_button = button(
-                "Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn", _dom_classes=PLAIN_CLASSES
-            )
+            self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn")
             self.footer = box(HBox, (self.status.widget, self.stop_button))
             live = None
             self.header = html(question_html(self.question))
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
-        self.widget = root = box(VBox, (self.header, self.footer), classes=LIVE_CLASSES)
+        self.widget = root = box(VBox, (self.header, self.footer), layout_name="live", classes=LIVE_CLASSES)
         self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)), live=live)
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
@@ -392,6 +391,7 @@ class TurnView:
         self.output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
         root.children = (self.output,)
         root.remove_class(LIVE_CLASSES[0])  # the transcript inside has the same frame
+        root.layout = layout("plain")
         for w in live:
             retire(w)
 

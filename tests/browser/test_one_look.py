@@ -6,7 +6,8 @@ size, family, colour and line height, and the same place (within 2 px), mid-stre
 view and after the transcript replaced it: no restyle jump at the turn's end. The chat panel's
 bubbles of the same turn use the same computed styles. In the dark theme the text of the live
 view, the transcript and the panel is light, no background behind it is light, and no element
-of the live view or the panel carries an inline colour. Screenshots in
+of the live view or the panel carries an inline colour other than a theme variable (the look they
+carry for frontends without our CSS, widgets/look.py; white text on a themed button aside). Screenshots in
 tests/artifacts/one_look_<app>_*.png.
 """
 
@@ -67,7 +68,7 @@ MEASURE = """(out, [scope, question]) => {
 }"""
 
 # Every element of `scope` that shows text, with its colour and the first non-transparent
-# background behind it; and the elements with an inline colour.
+# background behind it; and the elements with an inline colour that is not a theme variable.
 COLOURS = """(out, scope) => {
   const root = out.querySelector(scope);
   if (!root) return null;
@@ -82,7 +83,9 @@ COLOURS = """(out, scope) => {
     dark_text: shown.filter(e => lum(getComputedStyle(e).color) < 0.5).map(e => e.tagName + '.' + e.className),
     light_background: shown.filter(e => lum(behind(e)) > 0.5).map(e => e.tagName + '.' + e.className),
     inline: [...root.querySelectorAll('[style*="color"], [style*="background"], [style*="border"]')]
-      .map(e => e.getAttribute('style')),
+      .map(e => e.getAttribute('style'))
+      .filter(s => /#[0-9a-f]{3,8}\\b|rgba?\\(/i.test(s.replace(/var\\(--jp-[\\w-]+,\\s*[^()]*\\)/g, '')
+        .replace(/(^|;)\\s*color:\\s*(#fff|rgb\\(255, 255, 255\\))\\s*(?=;|$)/g, '$1'))),
     texts: shown.length,
   };
 }"""

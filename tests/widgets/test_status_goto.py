@@ -77,7 +77,7 @@ def test_the_waiting_turns_own_line_carries_the_control_too() -> None:
     assert control(line) is None and line.text().startswith("✓ Done")
 
 
-def test_the_error_banner_takes_the_theme_through_classes_with_as_many_widgets() -> None:
+def test_the_error_banner_takes_the_theme_through_classes_and_inline_with_as_many_widgets() -> None:
     chat = ChatStore()
     before = len(alive)
     banner = ErrorBanner(chat)
@@ -85,8 +85,10 @@ def test_the_error_banner_takes_the_theme_through_classes_with_as_many_widgets()
     assert "agentik-error-banner" in banner.widget._dom_classes
     chat.set_error("Invalid API key <401>")
     assert banner.visible
-    assert banner.message.value == '<span class="agentik-error">⚠ Invalid API key &lt;401&gt;</span>'
-    assert "#b00020" not in banner.message.value and banner.widget.layout.border in (None, "")
+    assert banner.message.value == (
+        '<span class="agentik-error" style="color:var(--jp-error-color1, #d32f2f)">⚠ Invalid API key &lt;401&gt;</span>'
+    )
+    assert banner.widget.layout.border_left.startswith("3px solid var(--jp-error-color1")
     chat.set_error(None)
     assert not banner.visible
     banner.close()
