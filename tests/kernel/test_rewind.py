@@ -66,14 +66,15 @@ def test_rewind_restores_the_variables_and_the_model_no_longer_sees_the_turn(tmp
 
             done = kernel.text("%agent rewind")
             assert "Rewound turn 2 (back to before turn 2)." in done
-            assert "names restored: df, sales, y" in done and "names removed: df2" in done
+            # (df_object was the same object as df: it gets the same snapshot back, and stays one object with df)
+            assert "names restored: df, df_object, sales, y" in done and "names removed: df2" in done
             assert "turns dropped from the conversation: 2: 'Clean df and fix the first sale.'" in done
             assert "could not restore: writes to sales.csv" in done
             kernel.run(
                 "import pandas.testing as pdt\n"
                 "pdt.assert_frame_equal(df, df_before)\n"
                 "pdt.assert_frame_equal(sales, sales_before)\n"
-                "assert y is y_object and 'df2' not in dir()"
+                "assert y is y_object and df_object is df and 'df2' not in dir()"
             )
             kernel.run("%%agent --wait\nWhat now?")
             again = kernel.text("%agent rewind 5")
