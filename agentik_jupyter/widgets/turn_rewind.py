@@ -146,8 +146,8 @@ class TurnRewind:
             return
         try:
             self.plan = await plan_rewind(self.session, self.row.number)
-        except RewindError as exc:
-            self._idle(f"<em>Nothing rewound: {escape(scrub(str(exc)))}</em>")
+        except Exception as exc:
+            self._failed(exc)
             return
         self._show(self._say(lines_html(self.plan.lines(done=False))), self._ask())
 
@@ -158,8 +158,8 @@ class TurnRewind:
         self._show(self._say("<em>Rewinding…</em>"))
         try:
             done = await apply_rewind(self.session, plan)
-        except RewindError as exc:
-            self._idle(f"<em>Nothing rewound: {escape(scrub(str(exc)))}</em>")
+        except Exception as exc:
+            self._failed(exc)
             return
         self.outcome = lines_html(done.lines(done=True))
         await controls_of(self.session).refresh()  # (this turn is rewound now: the note says so)
@@ -168,6 +168,13 @@ class TurnRewind:
     def cancel(self) -> None:
         self.plan = None
         self._idle("")
+
+    def _failed(self, exc: Exception) -> None:
+        """Why nothing was rewound, above the button (a failure that is not the user's is logged too)."""
+        if not isinstance(exc, RewindError):
+            log.exception("the rewind failed", exc_info=exc)
+        why = str(exc) if isinstance(exc, RewindError) else f"{type(exc).__name__}: {exc}"
+        self._idle(f"<em>Nothing rewound: {escape(scrub(why))}</em>")
 
 
 class SessionControls:

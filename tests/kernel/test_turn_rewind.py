@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.widgets.turn_rewind import REWOUND_NOTE
+from agentik_jupyter.widgets.turn_rewind import ELSEWHERE_NOTE, REWOUND_NOTE
 from tests.kernel.test_rewind import html_updates
 from tests.kernel.test_subshell import create_subshell, send_on_subshell
 from tests.kernel_support import RawKernel, kernel_env, wait_for
@@ -126,5 +126,20 @@ def test_each_turn_of_the_panel_has_its_own_rewind(tmp_path: Path) -> None:
                 "Turn 2.",
                 "Turn 3.",
             ]
+        finally:
+            kernel.close()
+
+
+def test_a_turn_of_another_session_says_to_resume_it(tmp_path: Path) -> None:
+    with FakeLLMServer() as llm:
+        llm.push(Reply.text("Hello."))
+        kernel = RawKernel(kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "n.db")), tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            assert kernel.execute("%%agent --wait\nHi.").ok
+            assert len(buttons(kernel, "Rewind")) == 1
+            assert not html_updates(kernel, ELSEWHERE_NOTE)
+            kernel.text("%agent new")
+            shows(kernel, ELSEWHERE_NOTE, "the note of a turn in another session")
         finally:
             kernel.close()
