@@ -3,7 +3,8 @@
 When the turn ends, the static transcript (text, HTML and the agentik JSON) is left in the cell:
 with `--wait` as a new output while the cell still runs (what nbclient and nbval record; nbval
 ignores display updates); in the background form by replacing the live view in place through its
-display id, so the frontend saves the transcript with the notebook.
+display id, so the frontend saves the transcript with the notebook; the turn's Rewind control then
+takes a second place shown below it (with `--wait`, the view's own place above the transcript).
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.publish import display_now, update_now
+from agentik_jupyter.widgets.shared import placeholder
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+
+def _bare(widget: Any) -> dict[str, Any]:
+    """A widget's bundle without text: a viewer without widgets shows nothing, and the cell's text
+    outputs (what nbval compares) are those of a cell without the control."""
+    return {k: v for k, v in widget._repr_mimebundle_().items() if k != "text/plain"}
 
 
 def _display(obj: Any) -> Any:
@@ -38,8 +46,17 @@ def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tu
         view = TurnView(session, text, wait=True, show=_display)
     else:  # the cell returns now: the view must be in its output before it does
         handle: Any = None
-        view = TurnView(session, text, wait=True, display=lambda bundle: update_now(handle, bundle))
+        rewind_place: Any = None
+        view = TurnView(
+            session,
+            text,
+            wait=True,
+            display=lambda bundle: update_now(handle, bundle),
+            rewind_at=None if session.temporary else lambda widget: update_now(rewind_place, _bare(widget)),
+        )
         handle = _display(view)
+        if not session.temporary:  # the turn's Rewind control goes below the transcript, in a place shown now
+            rewind_place = display_now(_bare(placeholder()), raw=True, display_id=True)
     anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
 
     def on_start() -> None:

@@ -45,11 +45,17 @@ class ReadLedger:
     """The source of each cell as the model last read it: the version an edit must start from."""
 
     sources: dict[str, str] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
+    above: dict[str, str | None] = field(default_factory=dict)  # the cell above each one when read
 
     def record(self, doc: NotebookDoc, only: str | None = None) -> None:
+        previous: str | None = None
         for cell in doc.cells:
             if only is None or cell.id == only:
                 self.sources[cell.id] = cell.source
+                self.types[cell.id] = cell.cell_type
+                self.above[cell.id] = previous
+            previous = cell.id
 
 
 def _lines(text: str) -> str:
@@ -195,6 +201,10 @@ async def propose_change(
         return ToolOutput(text=text, display=_display(diff))
     if status in ("accepted", "accepted_and_run"):
         if new_source is None:
+            if on_applied is not None:  # rewind puts the cell back, where it was
+                after = ledger.above.get(cell_id)
+                kind = ledger.types.get(cell_id, "code")
+                on_applied({"kind": "delete", "cell_id": cell_id, "old": old, "cell_type": kind, "after": after or ""})
             ledger.sources.pop(cell_id, None)
             return ToolOutput(text=f"The user accepted: cell {cell_id} was deleted.", display=_display(diff))
         ledger.sources[cell_id] = new

@@ -1,8 +1,9 @@
-"""Rewind on the page: revert the agent's cell edits and remove the cells it inserted.
+"""Rewind on the page: revert the agent's cell edits, remove the cells it inserted, restore those it deleted.
 
 The kernel asks the notebook extension (`revert_cells`, through notebook/requests.py) with the
 changes newest first; the extension puts an edited cell's old source back, or deletes an inserted
-cell, only when the cell still holds what the agent left in it. A cell the user changed since is
+cell, only when the cell still holds what the agent left in it, and puts a deleted cell back (its
+source and type, below the cell that was above it; not its outputs). A cell the user changed since is
 not touched: the revert is proposed on it as a diff (Accept / Reject, as the agent's edits are), so
 nothing the user typed is lost unless they say so.
 """
@@ -21,10 +22,14 @@ def preview_lines(changes: list[dict[str, str]]) -> list[str]:
     """What a rewind would do to the cells (the page is not asked)."""
     edits = [c["cell_id"] for c in changes if c.get("kind") == "edit"]
     inserts = [c["cell_id"] for c in changes if c.get("kind") == "insert"]
-    return [
+    lines = [
         "cells to revert: " + (", ".join(dict.fromkeys(edits)) or "none"),
         "inserted cells to remove: " + (", ".join(inserts) or "none"),
     ]
+    deletes = [c["cell_id"] for c in changes if c.get("kind") == "delete"]
+    if deletes:
+        lines.append("deleted cells to restore: " + ", ".join(deletes) + " (their source, not their outputs)")
+    return lines
 
 
 async def revert_cells(changes: list[dict[str, str]]) -> list[str]:
@@ -50,10 +55,13 @@ async def revert_cells(changes: list[dict[str, str]]) -> list[str]:
         "cells reverted: " + (", ".join(dict.fromkeys(reverted)) or "none"),
         "inserted cells removed: " + (", ".join(removed) or "none"),
     ]
+    if any(c["kind"] == "delete" for c in changes):
+        restored = [c["cell_id"] for c in changes if c["kind"] == "delete" and outcome.get(c["cell_id"]) == "restored"]
+        lines.append("deleted cells restored: " + (", ".join(restored) or "none") + " (without their outputs)")
     left = [
         f"cell {c['cell_id']} ({LEFT.get(outcome.get(c['cell_id'], ''), 'not found')})"
         for c in changes
-        if outcome.get(c["cell_id"]) not in ("reverted", "removed")
+        if outcome.get(c["cell_id"]) not in ("reverted", "removed", "restored")
     ]
     if left:
         lines.append("cells left as they are: " + ", ".join(dict.fromkeys(left)))
@@ -62,7 +70,12 @@ async def revert_cells(changes: list[dict[str, str]]) -> list[str]:
 
 ASK_REVERT = "Rewind: put this cell back as it was before the agent's turn? You changed it since"
 ASK_DELETE = "Rewind: delete this cell the agent inserted? You changed it since"
-LEFT = {"changed": "changed since", "kept": "you kept your changes", "unanswered": "no answer in time"}
+LEFT = {
+    "changed": "changed since",
+    "kept": "you kept your changes",
+    "unanswered": "no answer in time",
+    "present": "a cell with its id is in the notebook",
+}
 
 
 async def _ask_about_changed(changes: list[dict[str, str]], outcome: dict[str, str]) -> None:
@@ -109,6 +122,8 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 def _by_hand(change: dict[str, str]) -> str:
+    if change.get("kind") == "delete":
+        return f"restore deleted cell {change['cell_id']} by hand"
     if change.get("kind") == "insert":
         return f"delete inserted cell {change['cell_id']} by hand"
     return f"revert cell {change['cell_id']} by hand"

@@ -186,7 +186,7 @@ def make_notebook_tools(
         Args:
             cell_id: the cell's id, as shown by read_notebook
         """
-        return await propose_change(ledger, cell_id, None, _decision_timeout())
+        return await propose_change(ledger, cell_id, None, _decision_timeout(), on_applied=on_applied)
 
     async def run_cells(cell_ids: list[str]) -> ToolOutput:
         """Re-run existing notebook cells in order (the user approves); answers each one's new outputs.

@@ -17,12 +17,14 @@ REWOUND_CODE = "rewound"
 
 @dataclass(frozen=True)
 class TurnRow:
-    """One turn of a session: its number (1 = the first question), id, question and whether it was rewound."""
+    """One turn of a session: its number (1 = the first question), id, question, whether it was rewound,
+    and the id of its question's message (how a transcript's turn finds its row)."""
 
     number: int
     turn_id: str
     question: str
     rewound: bool
+    message_id: str = ""
 
 
 def list_turns(conn: sqlite3.Connection, conversation_id: str) -> list[TurnRow]:
@@ -39,10 +41,12 @@ def list_turns(conn: sqlite3.Connection, conversation_id: str) -> list[TurnRow]:
         )
         if json.loads(payload).get("code") == REWOUND_CODE
     }
-    return [
-        TurnRow(number, turn_id, str(json.loads(payload).get("content", "")), turn_id in rewound)
-        for number, (turn_id, payload) in enumerate(rows, start=1)
-    ]
+    out = []
+    for number, (turn_id, payload) in enumerate(rows, start=1):
+        message = json.loads(payload)
+        question = str(message.get("content", ""))
+        out.append(TurnRow(number, turn_id, question, turn_id in rewound, str(message.get("id", ""))))
+    return out
 
 
 def drop_working(conn: sqlite3.Connection, conversation_id: str, turn_ids: list[str]) -> int:

@@ -17,6 +17,7 @@ import copy
 import logging
 import os
 import sys
+import types
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -210,7 +211,8 @@ class Checkpoints:
 
     def note_cell(self, change: dict[str, str]) -> None:
         """Remember a change the agent made to the notebook in this turn: `{"kind": "edit", "cell_id",
-        "old", "new"}` or `{"kind": "insert", "cell_id", "source"}` (rewind reverts it on the page)."""
+        "old", "new"}`, `{"kind": "insert", "cell_id", "source"}` or `{"kind": "delete", "cell_id", "old",
+        "cell_type", "after"}` (rewind reverts it on the page: a deleted cell comes back below `after`)."""
         if self.current is not None:
             self.current.cells.append(dict(change))
 
@@ -236,7 +238,11 @@ class Checkpoints:
             source = self.transform(code)
         except Exception:
             source = code
-        return analyze(source)
+        effects = analyze(source)
+        for func, names in effects.passed.items():  # the user's own function may change what it is given
+            if func in effects.bound or _users_function(self.namespace.get(func)):
+                effects.mutated.update(name for name in names if name in self.namespace)
+        return effects
 
     def cannot_undo(self, code: str) -> list[str]:
         """What rewinding could not take back if `code` ran now: for the approval card, before Run."""
@@ -274,7 +280,21 @@ class Checkpoints:
                 old = staged.saved[name] = ns.get(name, _ABSENT)
                 if old is not _ABSENT and not isinstance(old, (int, float, bool, type(None))):
                     staged.held += size_of(old)
+        self._share_with_aliases(staged, turn)
         return staged
+
+    def _share_with_aliases(self, staged: Staged, turn: TurnCheckpoint) -> None:
+        """Other names bound to an object snapshotted here get the same snapshot back (`a = df` earlier,
+        then the code changes `df` in place: `a` changed too, and both come back as one object)."""
+        originals = {id(self.namespace[name]): name for name in staged.snapshots if name in self.namespace}
+        if not originals:
+            return
+        for name, value in list(self.namespace.items()):
+            found = originals.get(id(value))
+            if found is None or name == found or name in staged.saved or name in turn.saved or name.startswith("_"):
+                continue
+            staged.saved[name] = staged.saved[found]
+            staged.snapshots.add(name)
 
     def _plan(self, effects: Effects, turn: TurnCheckpoint | None) -> tuple[dict[str, int], dict[str, str]]:
         """The names to snapshot (with their cost) and those that cannot be restored (with why)."""
@@ -348,6 +368,11 @@ class Checkpoints:
             result.not_restored.extend(turn.outside)
             held.update(turn.saved)
         return result
+
+
+def _users_function(obj: Any) -> bool:
+    """A function the user defined in the notebook (its code may change its arguments in place)."""
+    return isinstance(obj, types.FunctionType) and obj.__module__ == "__main__"
 
 
 _by_shell: dict[int, Checkpoints] = {}

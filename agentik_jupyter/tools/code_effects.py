@@ -4,8 +4,11 @@ Three things: the names it binds, rebinds or deletes in the user's namespace; th
 objects it may change in place (a subscript or attribute assigned, `del x[...]`, a mutating
 method of a list, dict, set or array, `inplace=True`, pandas' and numpy's setters such as
 `.loc`); and what it does outside the kernel (files written, databases, the network, shell
-commands), which no checkpoint can take back. It reads only what the code names: an alias
-(`a = b; a.append(1)`) or a function that changes its argument is not seen.
+commands), which no checkpoint can take back. It reads only what the code names, with two
+helps: a name the code makes an alias of another (`a = b; a.append(1)`) changes that other one
+too, and the names passed to a function (`clean(df)`) are recorded in `passed`, so a checkpoint can
+count them as changed when the function is the user's own. An object reached another way (held
+in a list, a global a function changes) is not seen.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ class Effects:
     bound: set[str] = field(default_factory=set)
     mutated: set[str] = field(default_factory=set)
     outside: list[str] = field(default_factory=list)
+    passed: dict[str, set[str]] = field(default_factory=dict)  # function name -> the names given to it
 
     def note(self, text: str) -> None:
         if text not in self.outside:
@@ -153,6 +157,7 @@ class _Visitor(ast.NodeVisitor):
     def __init__(self) -> None:
         self.effects = Effects()
         self.depth = 0  # inside a function or class body: its bindings are local (except `global`)
+        self.aliases: dict[str, set[str]] = {}  # `a = b` at the top: a -> {b}
 
     # ---- bindings ----
 
@@ -173,6 +178,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self.bind_target(target)
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Name) and self.depth == 0:
+                self.aliases.setdefault(target.id, set()).add(node.value.id)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
@@ -282,6 +289,10 @@ class _Visitor(ast.NodeVisitor):
             self._outside(node, func.attr, owner)
         elif isinstance(func, ast.Name):
             self._outside(node, func.id, None)
+            names = {a.id for a in node.args if isinstance(a, ast.Name)}
+            names |= {k.value.id for k in node.keywords if isinstance(k.value, ast.Name)}
+            if names:
+                self.effects.passed.setdefault(func.id, set()).update(names)
         self.generic_visit(node)
 
     def _outside(self, call: ast.Call, name: str, owner: str | None) -> None:
@@ -313,6 +324,10 @@ class _Visitor(ast.NodeVisitor):
             self.effects.note(f"uses the network ({_dotted(call.func)}(…))")
         elif (owner in SHELL_MODULES and name in SHELL_CALLS) or (owner == "get_ipython" and name in IPYTHON_SHELL):
             self.effects.note(f"runs shell commands or magics ({_dotted(call.func)}(…))")
+        elif name == "set_next_input":
+            self.effects.note("adds a cell to the notebook (set_next_input), which rewind does not remove")
+        elif name == "chdir":
+            self.effects.note(f"changes the working directory ({_dotted(call.func)}(…))")
 
 
 def analyze(source: str) -> Effects:
@@ -323,4 +338,11 @@ def analyze(source: str) -> Effects:
         return Effects()
     visitor = _Visitor()
     visitor.visit(tree)
-    return visitor.effects
+    effects = visitor.effects
+    todo = [name for name in effects.mutated if name in visitor.aliases]
+    while todo:  # `a = b; a['x'] = 0` changes b too (and what b aliases)
+        for origin in visitor.aliases.get(todo.pop(), ()):
+            if origin not in effects.mutated:
+                effects.mutated.add(origin)
+                todo.append(origin)
+    return effects

@@ -37,6 +37,7 @@ from agentik_jupyter.widgets.rewind_control import RewindControl
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES, button_style
 from agentik_jupyter.widgets.status import ErrorBanner, StatusLine, totals_text
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
+from agentik_jupyter.widgets.turn_rewind import TurnRewind, rewind_control
 from agentik_jupyter.widgets.turn_view import close_tree
 
 PANEL_TEXT = "Agent chat panel"
@@ -138,6 +139,8 @@ class ChatPanel:
         self._body: TurnBody | None = None
         self._rendered: list[str] = []
         self._cards: dict[str, ToolCard] = {}
+        self._turn_rewinds: dict[str, TurnRewind] = {}  # a Rewind at the end of each turn, by its question's id
+        self._last_question: str | None = None  # the newest turn's question shown (its Rewind comes at its end)
         self._render_all(session.chat_store.messages)
         self._sync_older()
         self._unsubscribe = [session.chat_store.subscribe(self._on_chat), session.on_event(self._on_event)]
@@ -268,17 +271,38 @@ class ChatPanel:
     def _render_all(self, messages: tuple[ChatMessage, ...]) -> None:
         old = list(self.history.children)
         self._cards = {}
+        self._turn_rewinds = {}
+        self._last_question = None
         self._rendered = [m.id for m in messages]
-        self.history.children = tuple(self._widgets(messages))
+        self.history.children = tuple(self._widgets(messages, ended=not self.session.busy))
         self._empty.layout.display = "none" if self.history.children else ""
         for w in old:
             close_tree(w)
 
-    def _widgets(self, messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> list[Widget]:
+    def _widgets(self, messages: tuple[ChatMessage, ...] | list[ChatMessage], ended: bool = False) -> list[Widget]:
+        """The messages' widgets, each turn followed by its Rewind (the last one's too if `ended`)."""
         out: list[Widget] = []
+        question: str | None = None
         for m in messages:
+            if m.role == "user":
+                if question is not None:
+                    self._rewind_after(question, out)
+                question = m.id
             self._render_message(m, out)
+        if question is not None and ended:
+            self._rewind_after(question, out)
+        elif question is not None and self._last_question is None:
+            self._last_question = question
         return out
+
+    def _rewind_after(self, question: str, out: list[Widget]) -> None:
+        """The Rewind of the turn asked by `question`, once (a turn never saved has none)."""
+        if question in self._turn_rewinds:
+            return
+        control = rewind_control(self.session, question, self._swap)
+        if control is not None:
+            self._turn_rewinds[question] = control
+            out.append(control.widget)
 
     def _render_message(self, m: ChatMessage, out: list[Widget]) -> None:
         if m.role == "user":
@@ -315,16 +339,35 @@ class ChatPanel:
         if ids[:shown] == self._rendered:  # new messages at the end
             for m in state.messages[shown:]:
                 self._rendered.append(m.id)
+                if m.role == "user":  # a new turn: the one before it has ended
+                    self._end_turn()
+                    self._last_question = m.id
                 if self._body is None or m.role == "user":  # a running turn draws its own
-                    for widget in self._widgets([m]):
+                    for widget in self._render_one(m):
                         self._add(widget)
         elif shown and ids[len(ids) - shown :] == self._rendered:  # an older page in front
             head = state.messages[: len(ids) - shown]
             self._rendered[:0] = [m.id for m in head]
-            self.history.children = (*self._widgets(head), *self.history.children)
+            self.history.children = (*self._widgets(head, ended=True), *self.history.children)
         else:  # another conversation (resumed, new, switched): drawn again from its messages
             self._render_all(state.messages)
         self.title.value = self._title_html()  # (sent only when it changed)
+
+    def _swap(self, old: Widget, new: Widget) -> None:
+        self.history.children = tuple(new if w is old else w for w in self.history.children)
+
+    def _render_one(self, m: ChatMessage) -> list[Widget]:
+        out: list[Widget] = []
+        self._render_message(m, out)
+        return out
+
+    def _end_turn(self) -> None:
+        """The newest turn ended: its Rewind goes at its end."""
+        if self._last_question is not None:
+            out: list[Widget] = []
+            self._rewind_after(self._last_question, out)
+            for widget in out:
+                self._add(widget)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:
@@ -342,6 +385,7 @@ class ChatPanel:
                     self._body.add(HTML(value=STOPPED_HTML))
                 self._body.finish()
                 self._body = None
+            self._end_turn()
             self.status.end(event.reason, event.usage, failed_tools=failed)
             self.stop_button.disabled = True
             self.title.value = self._title_html()

@@ -6,7 +6,9 @@ styles are shared). When the turn ends the live parts give way to a static
 transcript (`transcript_bundle`) so the notebook still shows the conversation
 without a kernel: in `wait` mode `finish()` displays it as a real cell output (the
 cell is still running, so nbclient records it); otherwise it goes into an Output
-widget. The live widgets are then closed: a finished turn holds no widgets.
+widget. The live widgets are then closed: a finished turn holds only its Rewind control
+(widgets/turn_rewind.py), which takes the view's place (`--wait`) or `rewind_at` (a place the
+magic displayed below the view, whose own place the transcript takes).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from agentik_jupyter.widgets.publish import display_now, update_now
 from agentik_jupyter.widgets.shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
+from agentik_jupyter.widgets.turn_rewind import TurnRewind, rewind_control
 
 __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT", "PLACE_TEXT"]
 
@@ -106,14 +109,19 @@ class TurnView:
         wait: bool = False,
         display: Displayer | None = None,
         show: Callable[[TurnView], Any] | None = None,
+        rewind_at: Callable[[Widget], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`rewind_at` shows the turn's Rewind control when the turn ends (by default: in the
+        view's place, for a `show` view, or below the transcript in the view's own box)."""
         self.session = session
         self.question = question
         self.wait = wait
         self.clock = clock
         self._display = display or _display_bundle
         self._show = show
+        self._rewind_at = rewind_at
+        self.rewind: TurnRewind | None = None
         self._built = False
         self._started_at: float | None = None
         self.output: Output | None = None
@@ -394,6 +402,23 @@ class TurnView:
         root.layout = layout("plain")
         for w in live:
             retire(w)
+        self._add_rewind()
+
+    def _add_rewind(self) -> None:
+        """The turn's Rewind control, once it ended (a turn never saved or never started has none)."""
+        if self.rewind is not None or not self.started:
+            return
+        self.rewind = rewind_control(self.session, self._user_id, lambda _old, new: self._show_rewind(new))
+        if self.rewind is not None:
+            self._show_rewind(self.rewind.widget)
+
+    def _show_rewind(self, widget: Widget) -> None:
+        if self._rewind_at is not None:
+            self._rewind_at(widget)
+        elif self._place is not None:
+            update_now(self._place, self._bundle(widget))
+        elif self.widget is not None and self.output is not None:
+            self.widget.children = (self.output, widget)
 
     def finish(self) -> dict[str, Any]:
         """Display the transcript as a cell output (call it while the cell still runs) and
@@ -408,4 +433,5 @@ class TurnView:
             if self.widget is not None:
                 self.widget.layout = layout("hidden")
                 retire(self.widget)
+            self._add_rewind()
         return bundle

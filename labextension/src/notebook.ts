@@ -11,7 +11,8 @@
  * `run_cells` re-runs cells in order (the fix loop's dependent cells, after the user approved
  * in the kernel) and answers each one's outputs, stopping at the first that fails.
  * `revert_cells` (`%agent rewind`) puts back the old source of cells the agent edited and removes
- * the cells it inserted, each only if the user has not changed it since.
+ * the cells it inserted, each only if the user has not changed it since, and puts back the cells it
+ * deleted (source and type, below the cell that was above it).
  * The diff says both sides' line counts and shows invisible or direction-changing characters
  * as badges under a warning (invisible.ts), so the cell cannot read other than it will run.
  *
@@ -37,13 +38,15 @@ export const REPLY_TARGET = 'agentik.notebook.reply';
 
 const ACTIONS = ['read', 'edit_cell', 'delete_cell', 'insert_cell', 'run_cells', 'revert_cells'] as const;
 
-/** One change a rewind undoes (agentik_jupyter/notebook/revert.py): an edit to put back, a cell to remove. */
+/** One change a rewind undoes (agentik_jupyter/notebook/revert.py): an edit to put back, a cell to remove or to restore. */
 interface IChange {
-  kind: 'edit' | 'insert';
+  kind: 'edit' | 'insert' | 'delete';
   cell_id: string;
   old?: string;
   new?: string;
   source?: string;
+  cell_type?: string;
+  after?: string;
 }
 
 interface IRequest {
@@ -350,6 +353,18 @@ export function revertCells(panel: NotebookPanel, changes: IChange[]): Array<{ c
   const shared = panel.content.model?.sharedModel;
   return changes.map(change => {
     const index = shared ? shared.cells.findIndex(cell => cell.id === change.cell_id) : -1;
+    if (shared && change.kind === 'delete') {
+      if (index >= 0) {
+        return { cell_id: change.cell_id, outcome: 'present' };
+      }
+      const above = change.after ? shared.cells.findIndex(cell => cell.id === change.after) : -1;
+      shared.insertCell(change.after && above < 0 ? shared.cells.length : above + 1, {
+        id: change.cell_id,
+        cell_type: change.cell_type === 'markdown' || change.cell_type === 'raw' ? change.cell_type : 'code',
+        source: change.old ?? ''
+      });
+      return { cell_id: change.cell_id, outcome: 'restored' };
+    }
     if (!shared || index < 0) {
       return { cell_id: change.cell_id, outcome: 'missing' };
     }

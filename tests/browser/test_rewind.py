@@ -31,7 +31,8 @@ SOURCES = ["%load_ext agentik_jupyter", "rate = 1", "%%agent\nChange my notebook
 EDITED = "rate = 2  # from the agent"
 MINE = "rate = 3  # mine"
 INSERTED = "print('RATE', rate)"
-REWIND, REWIND_NOW = re.compile(r"^\W*Rewind$"), re.compile(r"^\W*Rewind now$")  # (after the icon's glyph)
+REWIND_NOW = re.compile(r"^\W*Rewind now$")  # (after the icon's glyph)
+LATEST = re.compile(r"^Take back the latest turn")  # the panel's Rewind beside Send
 
 
 @pytest.fixture(scope="module", params=APPS)
@@ -128,7 +129,8 @@ def test_the_panel_rewind_button_previews_asks_and_rewinds(app_page: Lab) -> Non
     lab.wait(lambda: "END-PANEL" in lab.text(panel), 30, "the panel turn to end")
     lab.wait(lambda: panel.get_by_role("button", name="Stop").is_disabled(), 15, "the panel to be idle")
 
-    panel.get_by_role("button", name=REWIND).click()
+    latest = panel.get_by_title(LATEST)  # (beside Send; each turn above ends with its own Rewind too)
+    latest.click()
     lab.wait(lambda: "Rewind would take back turn 2" in lab.text(panel), 20, "the preview")
     preview = lab.text(panel)
     assert "names restored: rate" in preview and "Set the rate to 5." in preview
@@ -136,5 +138,5 @@ def test_the_panel_rewind_button_previews_asks_and_rewinds(app_page: Lab) -> Non
     panel.get_by_role("button", name=REWIND_NOW).click()
     lab.wait(lambda: "Rewound turn 2" in lab.text(panel), 20, "the rewind's outcome")
     assert "names restored: rate" in lab.text(panel)
-    shot(lab, "rewind_panel_done.png", at=panel.get_by_role("button", name=REWIND))
+    shot(lab, "rewind_panel_done.png", at=latest)
     assert not [line for line in lab.console if line.startswith("pageerror")], lab.console

@@ -66,14 +66,15 @@ def test_rewind_restores_the_variables_and_the_model_no_longer_sees_the_turn(tmp
 
             done = kernel.text("%agent rewind")
             assert "Rewound turn 2 (back to before turn 2)." in done
-            assert "names restored: df, sales, y" in done and "names removed: df2" in done
+            # (df_object was the same object as df: it gets the same snapshot back, and stays one object with df)
+            assert "names restored: df, df_object, sales, y" in done and "names removed: df2" in done
             assert "turns dropped from the conversation: 2: 'Clean df and fix the first sale.'" in done
             assert "could not restore: writes to sales.csv" in done
             kernel.run(
                 "import pandas.testing as pdt\n"
                 "pdt.assert_frame_equal(df, df_before)\n"
                 "pdt.assert_frame_equal(sales, sales_before)\n"
-                "assert y is y_object and 'df2' not in dir()"
+                "assert y is y_object and df_object is df and 'df2' not in dir()"
             )
             kernel.run("%%agent --wait\nWhat now?")
             again = kernel.text("%agent rewind 5")
@@ -247,3 +248,36 @@ def test_rewind_asks_the_page_to_revert_the_agents_cell_edit_and_remove_its_inse
             kernel.close()
     assert "inserted cells removed: c-new" in done and "cells reverted: none" in done
     assert "cells left as they are: cell c-load (you kept your changes)" in done
+
+
+def test_rewind_asks_the_page_to_restore_the_cell_the_agent_deleted(tmp_path: Path) -> None:
+    with FakeLLMServer() as llm:
+        env = kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "d.db"), AGENTIK_APPROVAL_TIMEOUT="20")
+        kernel = RawKernel(env, tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            run_turn(
+                kernel,
+                llm,
+                {"name": "read_notebook", "args": {}},
+                {"name": "delete_cell", "args": {"cell_id": "c-note"}},
+            )
+            reply(kernel, next_request(kernel, 0), phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS)
+            delete = next_request(kernel, 1)
+            assert delete["data"]["action"] == "delete_cell"
+            reply(kernel, delete, phase="shown")
+            reply(kernel, delete, phase="result", status="accepted")
+            finish(kernel, llm, 3)
+            preview = kernel.text("%agent rewind --preview")
+            assert "deleted cells to restore: c-note (their source, not their outputs)" in preview
+            pending = kernel.submit("%agent rewind")
+            revert = next_request(kernel, 2)
+            assert revert["data"]["action"] == "revert_cells"
+            assert revert["data"]["changes"] == [  # its source and type, and the cell that was above it
+                {"kind": "delete", "cell_id": "c-note", "old": "# Notes", "cell_type": "markdown", "after": "c-load"}
+            ]
+            reply(kernel, revert, phase="result", status="ok", results=[{"cell_id": "c-note", "outcome": "restored"}])
+            done = kernel.collect(pending).text
+        finally:
+            kernel.close()
+    assert "deleted cells restored: c-note (without their outputs)" in done

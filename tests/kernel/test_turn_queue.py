@@ -28,7 +28,7 @@ def display_id(messages: list[dict[str, Any]]) -> str:
         for m in messages
         if m["msg_type"] == "display_data" and "transient" in m["content"]
     ]
-    assert len(ids) == 1, ids
+    assert len(ids) == 2, ids  # the view's place, then the place of the turn's Rewind below it
     return str(ids[0])
 
 

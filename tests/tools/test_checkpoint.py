@@ -94,3 +94,28 @@ def test_old_objects_kept_for_rebound_names_count_against_the_budget(monkeypatch
         ns["arr"] = ns["arr"] + 1
     assert [t.released is None for t in cp.turns] == [False, False, True, True]
     assert "past the rewind budget" in (cp.find("t0").released or "")
+
+
+def test_aliases_and_the_users_own_functions_are_checkpointed_too() -> None:
+    ns: dict = {"df": pd.DataFrame({"a": [1, 2]}), "items": [1, 2]}
+    ns["view"] = ns["df"]  # the user's alias, made before the turn
+    exec("def clean(frame):\n    frame['a'] = 0\n", ns)
+    ns["clean"].__module__ = "__main__"  # (as a function defined in a notebook cell is)
+    before = ns["df"].copy()
+    cp = Checkpoints(ns)
+    cp.begin_turn("t", None, 0)
+    code = "clean(df)\nalias = items\nalias.append(3)"
+    cp.before_run(code)
+    exec(code, ns)
+    assert ns["df"]["a"].tolist() == [0, 0] and ns["items"] == [1, 2, 3]
+    done = cp.restore(["t"])
+    pdt.assert_frame_equal(ns["df"], before)  # changed inside the user's function
+    assert ns["view"] is ns["df"]  # the alias comes back as the same object
+    assert ns["items"] == [1, 2] and "alias" not in ns  # changed through a name the code made
+    assert {"df", "items", "view"} <= set(done.restored)
+
+
+def test_a_cell_added_with_set_next_input_and_a_new_working_directory_are_named() -> None:
+    effects = analyze("get_ipython().set_next_input('x = 1')\nos.chdir('/tmp')")
+    assert "adds a cell to the notebook (set_next_input), which rewind does not remove" in effects.outside
+    assert "changes the working directory (os.chdir(…))" in effects.outside

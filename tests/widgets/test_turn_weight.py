@@ -3,8 +3,8 @@
 A `%%agent --wait` turn streams a 4,000-character answer in 4-character chunks from the fake
 server; the frontend's side is every iopub message the execute request caused. Bounds:
 ≤ 8 widgets opened per turn, ≤ 60 widget updates per 1,000 tokens, ≤ 5x the
-answer's bytes to the frontend, the final text exact; a finished turn leaves no widget open in
-the kernel; a saved turn stays within 2x its answer: text/plain only names the turn and its
+answer's bytes to the frontend, the final text exact; a finished turn leaves only its Rewind
+control open in the kernel (its button); a saved turn stays within 2x its answer: text/plain only names the turn and its
 first lines, and an answer is kept once, in the HTML (the transcript JSON keeps its start; the
 lab renderer draws it from the HTML, tests/browser/test_transcript.py).
 """
@@ -106,8 +106,8 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
     assert len(updates) <= 60  # 1,000 tokens of 4 characters
     assert sum(size(m) for m in sent) <= 5 * len(ANSWER.encode())
     assert holds(ex, ANSWER)
-    # a finished turn's widgets are closed: the kernel holds no more widgets than before it
-    assert k.text(WIDGETS_ALIVE).strip() == alive
+    # a finished turn's live widgets are closed: the kernel holds only its Rewind button
+    assert int(k.text(WIDGETS_ALIVE).split()[0]) == int(alive.split()[0]) + 1
     assert len(opens) >= 4  # the live view was there: the question, the answer, the status line, Stop
     # the cell's outputs are those of a turn over at once (below): the view's place, the transcript
     assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]
@@ -125,9 +125,9 @@ def answered_in(k: RawKernel) -> float:
 def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
     kernel: tuple[RawKernel, FakeLLMServer], tool: bool
 ) -> None:
-    """An answer read in one go is over before LIVE_AFTER_S: no widget is opened or closed;
-    the view's place is the kernel's shared empty box, so the cell's outputs are the same as a
-    turn's whose view was built (`list_variables` reads names and types only: it cannot hold
+    """An answer read in one go is over before LIVE_AFTER_S: no live widget is opened or closed;
+    the view's place is the kernel's shared empty box until the turn's Rewind button takes it, so
+    the cell's outputs are the same as a turn's whose view was built (`list_variables` reads names and types only: it cannot hold
     the loop, so no view before it).
 
     The answer comes in one chunk: the kernel reads it in 5-16 ms even with a load of 8 on 2
@@ -151,7 +151,8 @@ def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
     ex = cells[-1]
     sent = frontend(ex)
     kinds = [m["msg_type"] for m in sent if m["msg_type"] != "execute_reply"]
-    assert kinds == ["display_data", "display_data"], kinds  # the view's place, the transcript
+    # the view's place, the transcript, then the turn's Rewind button in the place
+    assert kinds == ["display_data", "display_data", "comm_open", "update_display_data"], kinds
     places = [c.outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for c in cells]
     assert places[0] == places[1]  # one shared box
     assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]  # as when the view shows
