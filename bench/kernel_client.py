@@ -194,10 +194,21 @@ class BenchKernel:
             self.dir.cleanup()
 
 
-def kernel_environ(llm_env: dict[str, str], **extra: str) -> dict[str, str]:
-    """This process's environment without LLM_/AGENTIK_/JPY_ settings, plus the fake server's."""
+BENCH_CONTEXT_TOKENS = "200000"
+"""A history budget no bench session reaches: these benches time turns, and a compaction would
+add a summary request that takes a scripted reply meant for a turn (bench/long_session.py
+measures compaction)."""
+
+
+def kernel_environ(
+    llm_env: dict[str, str], *, budget: str | None = BENCH_CONTEXT_TOKENS, **extra: str
+) -> dict[str, str]:
+    """This process's environment without LLM_/AGENTIK_/JPY_ settings, plus the fake server's;
+    `budget` is the history budget (None: the model's own)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AGENTIK_", "JPY_"))}
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    if budget is not None:
+        env["AGENTIK_CONTEXT_TOKENS"] = budget
     env.update(llm_env)
     env.update(extra)
     return env

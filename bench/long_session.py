@@ -132,7 +132,7 @@ def run_session(provider: str) -> dict[str, Any]:
             return replies[0] if _asks(request.messages[-1]) else replies[-1]
 
         server.set_responder(responder)
-        env = kernel_environ(server.env(provider, model=MODELS[provider]), AGENTIK_APPROVE="auto")
+        env = kernel_environ(server.env(provider, model=MODELS[provider]), budget=None, AGENTIK_APPROVE="auto")
         client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": tmp}})
         client.execute(env=env, cwd=tmp)
         requests = server.requests
