@@ -64,11 +64,13 @@ def _args_summary(args: dict[str, Any]) -> str:
     return inner if len(inner) <= TITLE_ARGS_LIMIT else inner[: TITLE_ARGS_LIMIT - 1] + "…"
 
 
-def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
-    """Plain text (never HTML): '✓ name(args) · 12 ms'; a rejected edit is '⊘ … · rejected', not a ✓."""
+def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = True, waiting: str | None = None) -> str:
+    """Plain text (never HTML): '✓ name(args) · 12 ms'; a rejected edit is '⊘ … · rejected', not a ✓.
+    `waiting`: what a call without a result waits for from the user ('waiting for your approval'):
+    it is not running yet, or it waits on the user's answer, so it does not say 'running…'."""
     head = f"{call.name}({_args_summary(call.args)})"
     if result is None:
-        return f"⚙ {head} · running…"
+        return f"◷ {head} · {waiting}" if waiting else f"⚙ {head} · running…"
     rejected = result.error is None and isinstance(result.result, str) and result.result.startswith(REJECTED)
     mark = "✗" if result.error is not None else "⊘" if rejected else "✓"
     tail = " · error" if result.error is not None else " · rejected" if rejected else ""
@@ -101,7 +103,9 @@ def rich_html(display: dict[str, Any] | None) -> str:
     return ""
 
 
-def card_body_html(call: ToolCall, result: ToolResult | None, *, inline: bool = True) -> str:
+def card_body_html(
+    call: ToolCall, result: ToolResult | None, *, inline: bool = True, waiting: str | None = None
+) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
     parts = [
@@ -110,7 +114,7 @@ def card_body_html(call: ToolCall, result: ToolResult | None, *, inline: bool = 
         _pre(args_text(call.args)),
     ]
     if result is None:
-        parts.append("<div><em>Running…</em></div>")
+        parts.append(f"<div><em>{escape(waiting[:1].upper() + waiting[1:]) if waiting else 'Running'}…</em></div>")
     elif result.error is not None:
         parts.append("<div><b>Error</b></div>")
         parts.append(
@@ -134,14 +138,14 @@ def card_body_html(call: ToolCall, result: ToolResult | None, *, inline: bool = 
 CARD_STYLE = ' style="border:1px solid #ccc;border-radius:4px;padding:2px 8px;margin:4px 0"'
 
 
-def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True, inline: bool = True) -> str:
+def card_html(
+    call: ToolCall, result: ToolResult | None, *, timings: bool = True, inline: bool = True, waiting: str | None = None
+) -> str:
     """A collapsed <details>. `inline` colours are for a saved transcript's HTML (GitHub,
     nbviewer: no JupyterLab theme); a live card is styled by its class (index.css)."""
-    title = escape(card_title(call, result, timings=timings))
-    return (
-        f'<details class="agentik-tool"{CARD_STYLE if inline else ""}>'
-        f"<summary>{title}</summary>{card_body_html(call, result, inline=inline)}</details>"
-    )
+    title = escape(card_title(call, result, timings=timings, waiting=waiting))
+    body = card_body_html(call, result, inline=inline, waiting=waiting)
+    return f'<details class="agentik-tool"{CARD_STYLE if inline else ""}><summary>{title}</summary>{body}</details>'
 
 
 class ToolCard:
@@ -150,19 +154,27 @@ class ToolCard:
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self.result: ToolResult | None = None
+        self.waiting: str | None = None
         self.widget = html(card_html(call, None, inline=False))
 
     @property
     def title(self) -> str:
         """The summary line, as plain text."""
-        return card_title(self.call, self.result)
+        return card_title(self.call, self.result, waiting=self.waiting)
 
     @property
     def body_html(self) -> str:
-        return card_body_html(self.call, self.result, inline=False)
+        return card_body_html(self.call, self.result, inline=False, waiting=self.waiting)
+
+    def set_waiting(self, waiting: str | None) -> None:
+        """What the call waits for from the user (None: it runs); ignored once it has its result."""
+        if self.result is None and waiting != self.waiting:
+            self.waiting = waiting
+            self.widget.value = card_html(self.call, None, inline=False, waiting=waiting)
 
     def set_result(self, result: ToolResult) -> None:
         self.result = result
+        self.waiting = None
         self.widget.value = card_html(self.call, result, inline=False)
 
     @property

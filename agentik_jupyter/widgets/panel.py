@@ -304,7 +304,7 @@ class ChatPanel:
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:
-            self._body = TurnBody(clock=self.clock)
+            self._body = TurnBody(clock=self.clock, agent_store=self.session.agent_store)
             self._add(self._body.widget)
             self.status.begin()
             self.stop_button.disabled = False

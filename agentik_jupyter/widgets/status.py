@@ -76,6 +76,13 @@ class ToolWait:
     def waits_for_user(self) -> bool:
         return self.approval or self.where is not None
 
+    @property
+    def card_text(self) -> str | None:
+        """What the tool's card says while it waits for the user (None: it runs)."""
+        if self.approval:
+            return "waiting for your approval"
+        return None if self.where is None else f"waiting for your answer on {self.where}"
+
 
 def running_tool(state: AgentState) -> ToolWait | None:
     """The tool the agent runs now (None when it runs none)."""

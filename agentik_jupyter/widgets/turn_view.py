@@ -176,7 +176,12 @@ class TurnView:
             self.header = html(question_html(self.question))
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
         self.widget = root = box(VBox, (self.header, self.footer), classes=LIVE_CLASSES)
-        self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)), live=live)
+        self.body = TurnBody(
+            clock=self.clock,
+            frame=(root, (self.header,), (self.footer,)),
+            live=live,
+            agent_store=self.session.agent_store,
+        )
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
         if self.started:  # (the line opened showing it)
