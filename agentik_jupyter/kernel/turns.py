@@ -9,6 +9,8 @@ display id, so the frontend saves the transcript with the notebook.
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import OptionsError
@@ -24,9 +26,25 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
 
-def _display(obj: Any) -> Any:
-    """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
-    return display_now(obj, display_id=True)
+_transcripts: weakref.WeakKeyDictionary[asyncio.Future[Any], Callable[[], None]] = weakref.WeakKeyDictionary()
+"""A background turn's task -> shows its transcript in its cell's place."""
+
+
+def show_transcript_again(task: asyncio.Future[Any]) -> None:
+    """Publish a finished background turn's transcript again, from the cell that calls this.
+    ipykernel sends a message with the parent of the cell whose context made it: the turn's own
+    update goes out as its cell's, after that cell ended, and a runner such as nbclient (which
+    listens to the running cell only) never saves it. `%agent stop` calls this for the turns it
+    stopped, so the notebook it saves shows what they said and that they stopped."""
+    show = _transcripts.get(task)
+    if show is not None and task.done():
+        show()
+
+
+def _display(view: TurnView) -> Any:
+    """Display the view with a display id; the handle later swaps it for the transcript in place.
+    Its bundle as it is (raw): IPython would add a repr as text/plain to a place that has none."""
+    return display_now(view._repr_mimebundle_(), raw=True, display_id=True)
 
 
 def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
@@ -59,6 +77,7 @@ def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tu
     view.track(task)
     if not opts.wait:
         task.add_done_callback(lambda _: view.finish())
+        _transcripts[task] = lambda: update_now(handle, view.finish())
     return view, task
 
 
