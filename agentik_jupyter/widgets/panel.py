@@ -33,7 +33,7 @@ from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.rewind_control import RewindControl
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES
-from agentik_jupyter.widgets.status import ErrorBanner, StatusLine, totals_text
+from agentik_jupyter.widgets.status import STOPPED, ErrorBanner, StatusLine, totals_text
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
 from agentik_jupyter.widgets.turn_view import close_tree
 
@@ -47,7 +47,7 @@ def user_html(text: str) -> str:
     return question_html(shown_text(text))
 
 
-STOPPED_HTML = '<div class="agentik-stopped">■ Stopped: the answer above is incomplete.</div>'
+STOPPED_HTML = f'<div class="agentik-stopped">{STOPPED}</div>'
 EMPTY_HTML = (
     '<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
     "<code>%%agent</code> cell: this session's cell turns show here too.</em></div>"

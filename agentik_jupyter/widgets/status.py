@@ -23,10 +23,13 @@ TICK_S = 1.0
 MIN_RENDER_INTERVAL_S = 0.1
 """What the agent does is re-shown at most ten times a second: the steps of a fast turn (sending,
 running a tool, sending again, responding) would otherwise each send an update nobody sees."""
+STOPPED = "■ Stopped"
+"""A stopped turn, in the same words wherever it shows: its cell's line and transcript, the panel, the
+sidebar (labextension/src/renderer.ts STOPPED)."""
 ENDINGS: dict[str, str] = {
     "complete": "✓ Done",
     "max_iterations": "■ Stopped at the tool-call limit",
-    "interrupted": "■ Stopped",
+    "interrupted": STOPPED,
     "error": "⚠ Failed",
 }
 

@@ -24,10 +24,12 @@ export type RenderContext = Pick<
   'sanitizer' | 'resolver' | 'linkHandler' | 'latexTypesetter' | 'markdownParser'
 >;
 
+/** A stopped turn, in the same words wherever it shows (agentik_jupyter/widgets/status.py STOPPED). */
+const STOPPED = '■ Stopped';
 const ENDINGS: Record<string, string> = {
   complete: '✓ Done',
   max_iterations: '■ Stopped at the tool-call limit',
-  interrupted: '■ Stopped',
+  interrupted: STOPPED,
   error: '⚠ Failed'
 };
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
@@ -237,7 +239,10 @@ export async function renderEntries(
         case 'notice':
           return el('div', 'agentik-notice', entry.message);
         default:
-          // code "notice": news such as a compaction, not a failure
+          // code "notice": news such as a compaction, not a failure; "interrupted": the user's Stop
+          if (entry.code === 'interrupted') {
+            return el('div', 'agentik-stopped', STOPPED);
+          }
           return entry.code === 'notice'
             ? el('div', 'agentik-notice', entry.message)
             : el('div', 'agentik-error', `⚠ ${entry.message}`);

@@ -207,8 +207,8 @@ async def test_panel_send_while_busy_queues_and_stop_works() -> None:
     assert panel.stop_button.disabled and panel.notice.value == ""
     # the cut-off answer keeps its mark in the conversation after the status line moves on
     history = html_of(panel.history)
-    assert "x x" in history and history.index("x x") < history.index("Stopped: the answer above is incomplete")
-    assert history.index("Stopped: the answer above is incomplete") < history.index("second answer")
+    mark = '<div class="agentik-stopped">■ Stopped</div>'
+    assert "x x" in history and history.index("x x") < history.index(mark) < history.index("second answer")
 
 
 async def test_error_banner_shows_until_dismissed() -> None:
