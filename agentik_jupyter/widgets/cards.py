@@ -57,6 +57,28 @@ def args_text(args: dict[str, Any]) -> str:
     return json.dumps(args, ensure_ascii=False, indent=2, default=str)
 
 
+CODE_ARGS = ("code", "source", "new_source")
+"""Arguments that hold code (run_code, insert_cell, edit_cell): shown as code, not as a JSON string."""
+
+
+def code_args(args: dict[str, Any]) -> dict[str, str]:
+    """The arguments a card shows as text blocks of their own: code, and any text of several lines
+    (as one JSON line its line breaks would read as \\n)."""
+    return {k: v for k, v in args.items() if isinstance(v, str) and (k in CODE_ARGS or "\n" in v)}
+
+
+def _args_html(args: dict[str, Any]) -> list[str]:
+    blocks = code_args(args)
+    rest = {k: v for k, v in args.items() if k not in blocks}
+    parts = ["<div><b>Arguments</b></div>"]
+    if rest or not blocks:
+        parts.append(_pre(args_text(rest)))
+    for name, text in blocks.items():
+        parts.append(f"<div><code>{escape(name)}</code></div>")
+        parts.append(_pre(text).replace("<pre", f'<pre class="agentik-code" data-arg="{escape(name)}"', 1))
+    return parts
+
+
 def _args_summary(args: dict[str, Any]) -> str:
     inner = invisible.plain_visible(
         ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
@@ -108,11 +130,7 @@ def card_body_html(
 ) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
-    parts = [
-        invisible.warning_html("\n".join(shown), "This tool call"),
-        "<div><b>Arguments</b></div>",
-        _pre(args_text(call.args)),
-    ]
+    parts = [invisible.warning_html("\n".join(shown), "This tool call"), *_args_html(call.args)]
     if result is None:
         parts.append(f"<div><em>{escape(waiting[:1].upper() + waiting[1:]) if waiting else 'Running'}…</em></div>")
     elif result.error is not None:

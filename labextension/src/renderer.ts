@@ -182,6 +182,32 @@ function section(label: string, text: string, className = ''): HTMLElement[] {
   return [el('div', 'agentik-label', label), visiblePre(text, className)];
 }
 
+/** Arguments that hold code (agentik_jupyter/widgets/cards.py CODE_ARGS): shown as code, not as a JSON string. */
+const CODE_ARGS = ['code', 'source', 'new_source'];
+
+/** The arguments as the kernel's card shows them: code and text of several lines each in a block of
+ * its own (as one JSON line its line breaks would read as \n), the others as JSON. */
+function argumentNodes(args: Record<string, unknown>): HTMLElement[] {
+  const blocks = Object.entries(args).filter(
+    (entry): entry is [string, string] =>
+      typeof entry[1] === 'string' && (CODE_ARGS.includes(entry[0]) || entry[1].includes('\n'))
+  );
+  const named = new Set(blocks.map(([key]) => key));
+  const rest = Object.fromEntries(Object.entries(args).filter(([key]) => !named.has(key)));
+  const nodes = [el('div', 'agentik-label', 'Arguments')];
+  if (Object.keys(rest).length || !blocks.length) {
+    nodes.push(visiblePre(JSON.stringify(rest, null, 2)));
+  }
+  for (const [key, text] of blocks) {
+    const label = el('div');
+    label.appendChild(el('code', '', key));
+    const pre = visiblePre(text, 'agentik-code');
+    pre.dataset.arg = key;
+    nodes.push(label, pre);
+  }
+  return nodes;
+}
+
 function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
   const card = el('details', 'agentik-tool');
   card.appendChild(el('summary', '', cardTitle(tool)));
@@ -190,7 +216,7 @@ function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
   if (hidden) {
     card.appendChild(hidden);
   }
-  card.append(...section('Arguments', args));
+  card.append(...argumentNodes(tool.args ?? {}));
   if (tool.error !== null && tool.error !== undefined) {
     card.append(...section('Error', tool.error, 'agentik-error'));
   } else if (tool.result !== null && tool.result !== undefined) {

@@ -122,6 +122,25 @@ async def test_tool_cards_are_collapsed_and_show_result_error_table_image_and_cu
     assert "8,000 more characters not shown" in cards["big"].body_html
 
 
+def test_a_code_argument_shows_as_code_not_as_a_json_line() -> None:
+    code = "import pandas as pd\nprint(sales['units'].sum())  # <total>"
+    card = ToolCard(ToolCall(id="c1", name="run_code", args={"code": code, "timeout": 30}))
+    card.set_result(ToolResult(tool_call_id="c1", name="run_code", result="5093"))
+    body, saved = (
+        card.body_html,
+        transcript_bundle(
+            [ChatMessage(role="assistant", tool_calls=[card.call]), ChatMessage(role="tool", tool_result=card.result)],
+            question="q",
+        )["text/html"],
+    )
+    block = '<pre class="agentik-code" data-arg="code">import pandas as pd\nprint(sales[&#x27;units&#x27;].sum())  # &lt;total&gt;</pre>'
+    for markup in (body, saved):  # the live card and the saved transcript's HTML
+        assert block in markup, markup
+        expanded = markup.split("</summary>", 1)[-1]  # (the one-line title keeps its short summary)
+        assert "\\n" not in expanded and "&quot;code&quot;" not in expanded
+        assert "&quot;timeout&quot;: 30" in markup  # the other arguments stay JSON
+
+
 async def test_stop_button_ends_the_turn_and_the_view() -> None:
     s = session([Step.say("word " * 400, chunk_size=5, delay=0.01)])
     view = TurnView(s, "long")
