@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from agentik_jupyter.core.orchestrator import STOPPED_CALL
 from agentik_jupyter.notebook.edits import REJECTED
 from agentik_jupyter.security import invisible
 from agentik_jupyter.tools.vision import RASTER_TYPES
@@ -93,6 +94,8 @@ def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = Tru
     head = f"{call.name}({_args_summary(call.args)})"
     if result is None:
         return f"◷ {head} · {waiting}" if waiting else f"⚙ {head} · running…"
+    if result.error == STOPPED_CALL:  # the user's Stop, as the turn says it (widgets/status.py STOPPED)
+        return f"■ {head} · stopped"
     rejected = result.error is None and isinstance(result.result, str) and result.result.startswith(REJECTED)
     mark = "✗" if result.error is not None else "⊘" if rejected else "✓"
     tail = " · error" if result.error is not None else " · rejected" if rejected else ""

@@ -11,7 +11,7 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout
 
 from agentik_jupyter.core.mainloop import main_thread_callback
-from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED
+from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED, STOPPED_CALL
 from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
 from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.types import EndReason, Usage
@@ -35,8 +35,8 @@ ENDINGS: dict[str, str] = {
 
 
 def is_failure(error: str | None) -> bool:
-    """Whether a tool result's error means the tool failed (not that the user said no)."""
-    return error is not None and not error.startswith(DENIED)
+    """Whether a tool result's error means the tool failed (not that the user said no or stopped it)."""
+    return error is not None and not error.startswith(DENIED) and error != STOPPED_CALL
 
 
 def ending_text(reason: str | None, failed_tools: int = 0) -> str:

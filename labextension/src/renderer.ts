@@ -133,8 +133,14 @@ function argsSummary(args: Record<string, unknown>): string {
 /** How a rejected edit's result begins (agentik_jupyter/notebook/edits.py REJECTED): its card says so, not ✓. */
 const REJECTED = 'The user rejected the edit';
 
+/** The result of a call a Stop cut short (agentik_jupyter/core/orchestrator.py STOPPED_CALL). */
+const STOPPED_CALL = 'Interrupted by the user.';
+
 function cardTitle(tool: IToolEntry): string {
   const head = `${tool.name}(${argsSummary(tool.args ?? {})})`;
+  if (tool.error === STOPPED_CALL) {
+    return `■ ${head} · stopped`;
+  }
   if (tool.error !== null && tool.error !== undefined) {
     return `✗ ${head} · error`;
   }

@@ -156,6 +156,31 @@ async def test_stop_button_ends_the_turn_and_the_view() -> None:
     assert view.bundle[TRANSCRIPT_MIME]["entries"][1]["content"].startswith("word")
 
 
+async def test_a_call_cut_by_stop_is_marked_stopped_not_failed() -> None:
+    reg = ToolRegistry()
+    started = asyncio.Event()
+
+    @tool(registry=reg, policy="auto")
+    async def slow_query() -> str:
+        """Run for a long time."""
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    s = Session(ScriptedTransport([Step.call("slow_query", {}), Step.say("never")]), reg, temporary=True)
+    view = TurnView(s, "query", wait=True, display=lambda b: None)
+    task = s.start_turn("query")
+    view.track(task)
+    await asyncio.wait_for(started.wait(), 2.0)
+    assert view.stop()
+    assert (await asyncio.wait_for(task, 5.0)).reason == "interrupted"
+    (card,) = view.body.cards.values()
+    assert card.title == "■ slow_query() · stopped", card.title
+    bundle = view.finish()
+    assert "■ Stopped" in bundle["text/plain"] and "failed" not in bundle["text/plain"]
+    assert "■ slow_query() · stopped" in bundle["text/html"] and "failed_tools" not in bundle[TRANSCRIPT_MIME]
+
+
 async def test_provider_error_shows_in_the_view_and_transcript() -> None:
     s = session([Step.fail(AuthenticationError("Invalid API key (401)."))])
     view = TurnView(s, "hi", wait=True, display=lambda b: None)
