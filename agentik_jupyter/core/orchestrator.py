@@ -63,6 +63,8 @@ MAX_ITERATIONS_MESSAGE = "Reached maximum iteration limit"
 INTERRUPTED = "interrupted"
 AWAITING_APPROVAL = " (awaiting approval)"
 DENIED = "The user did not approve"
+STOPPED_CALL = "Interrupted by the user."
+"""The result of a call a Stop cut short (the turn's cards say "stopped", not "error")."""
 """How the error of a call the user denied begins: a choice, not a failure (widgets/status.py)."""
 
 Approver = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
@@ -401,7 +403,7 @@ class Orchestrator:
         if partial:
             self._keep(outcome, ChatMessage(role="assistant", content=partial))
         for call in pending.values():
-            result = ToolResult(tool_call_id=call.id, name=call.name, error="Interrupted by the user.")
+            result = ToolResult(tool_call_id=call.id, name=call.name, error=STOPPED_CALL)
             self.emit(ToolResultEvent(result=result))
             self._keep_result(outcome, result)
         outcome.reason = "interrupted"

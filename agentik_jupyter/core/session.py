@@ -158,6 +158,12 @@ class Session(LongSession):
     def queued(self) -> int:
         return len(self._waiting)
 
+    @property
+    def turns(self) -> tuple[asyncio.Task[Any], ...]:
+        """The running turn's task (if any), then the queued ones', in order."""
+        running = (self._task,) if self._task is not None and not self._task.done() else ()
+        return (*running, *self._waiting)
+
     def ahead_of(self, task: asyncio.Future[Any]) -> int | None:
         """How many turns run before `task` (None once it has started or left the queue)."""
         if task not in self._waiting:

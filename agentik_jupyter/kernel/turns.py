@@ -10,6 +10,8 @@ takes a second place shown below it (with `--wait`, the view's own place above t
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import OptionsError
@@ -32,9 +34,25 @@ def _bare(widget: Any) -> dict[str, Any]:
     return {k: v for k, v in widget._repr_mimebundle_().items() if k != "text/plain"}
 
 
-def _display(obj: Any) -> Any:
-    """Display `obj` with a display id; the handle later swaps it for the transcript in place."""
-    return display_now(obj, display_id=True)
+_transcripts: weakref.WeakKeyDictionary[asyncio.Future[Any], Callable[[], None]] = weakref.WeakKeyDictionary()
+"""A background turn's task -> shows its transcript in its cell's place."""
+
+
+def show_transcript_again(task: asyncio.Future[Any]) -> None:
+    """Publish a finished background turn's transcript again, from the cell that calls this.
+    ipykernel sends a message with the parent of the cell whose context made it: the turn's own
+    update goes out as its cell's, after that cell ended, and a runner such as nbclient (which
+    listens to the running cell only) never saves it. `%agent stop` calls this for the turns it
+    stopped, so the notebook it saves shows what they said and that they stopped."""
+    show = _transcripts.get(task)
+    if show is not None and task.done():
+        show()
+
+
+def _display(view: TurnView) -> Any:
+    """Display the view with a display id; the handle later swaps it for the transcript in place.
+    Its bundle as it is (raw): IPython would add a repr as text/plain to a place that has none."""
+    return display_now(view._repr_mimebundle_(), raw=True, display_id=True)
 
 
 def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
@@ -76,6 +94,7 @@ def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tu
     view.track(task)
     if not opts.wait:
         task.add_done_callback(lambda _: view.finish())
+        _transcripts[task] = lambda: update_now(handle, view.finish())
     return view, task
 
 

@@ -24,7 +24,13 @@ from agentik_jupyter.testing.demo_code import (
     valid,
     with_comment,
 )
-from agentik_jupyter.testing.demo_notebook import cell_source, edit_target, fix_details, outcome_sentence
+from agentik_jupyter.testing.demo_notebook import (
+    cell_source,
+    edit_target,
+    fix_details,
+    notebook_summary,
+    outcome_sentence,
+)
 from agentik_jupyter.testing.demo_reading import Asked, Step, read_request
 from agentik_jupyter.testing.fake_server import FakeLLMServer
 from agentik_jupyter.testing.replies import RecordedRequest, Reply
@@ -94,9 +100,12 @@ def _frame(asked: Asked, text: str) -> str | None:
     return asked.frames()[0] if asked.frames() else None
 
 
-def _quote(text: str, lines: int = 12) -> str:
-    kept = [line for line in text.splitlines() if line.strip()][:lines]
-    return "\n".join(f"    {line}" for line in kept)
+def _quote(text: str, lines: int | None = 12) -> str:
+    """The result's lines as a code block; cut after `lines` with a note that says so."""
+    every = [line for line in text.splitlines() if line.strip()]
+    kept = every if lines is None else every[:lines]
+    note = f"\n\n(The first {len(kept)} of its {len(every)} lines; the tool card above has them all.)"
+    return "\n".join(f"    {line}" for line in kept) + (note if len(kept) < len(every) else "")
 
 
 def _call(name: str, args: dict[str, object], text: str | None = None) -> Reply:
@@ -129,6 +138,10 @@ def _summary(step: Step) -> Reply:
         return Reply.text(f"I ran the code.{figure} What it returned:\n\n{body}\n\nAsk a follow-up to dig deeper.")
     if step.name == "insert_cell":
         return Reply.text("I proposed a new cell below this one: read it, then run it yourself when you are ready.")
+    if step.name == "read_notebook":
+        return Reply.text(f"{notebook_summary(step.result)}\n\nAsk about any cell to dig deeper.")
+    if step.name == "describe_dataframe":  # (bounded by the tool: its profile and first rows, whole)
+        body = _quote(step.result, None)
     return Reply.text(f"Here is what `{step.name}` found:\n\n{body}\n\nAsk a follow-up to dig deeper.")
 
 

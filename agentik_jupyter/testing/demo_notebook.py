@@ -40,6 +40,35 @@ def cells(text: str) -> list[tuple[str, str, str]]:
     return found
 
 
+_TITLE = re.compile(r"^Notebook (.+?): (\d+) cells?")
+_RAN = re.compile(r"^\[\d+\] id=\S+ code, In \[\d+\]$", re.M)
+
+
+def notebook_summary(text: str) -> str:
+    """What a read_notebook answer says about the notebook, in words: its cells, what they hold,
+    and its outline (the Markdown headings), instead of the first lines of the answer itself."""
+    found = cells(text)
+    title = _TITLE.match(text)
+    name, total = (title.group(1), int(title.group(2))) if title else ("Your notebook", len(found))
+    code = [src for _, kind, src in found if kind == "code"]
+    markdown = [src for _, kind, src in found if kind == "markdown"]
+    agent = sum(1 for src in code if _is_agent_cell(src))
+    ran = len(_RAN.findall(text))
+    parts = [
+        f"`{name}` has {total} cells: {len(code)} code cells ({ran} of them run) and {len(markdown)} Markdown cells."
+    ]
+    if agent:
+        parts.append(f"{agent} of the code cells {'asks' if agent == 1 else 'ask'} the agent (`%%agent`, `%agent`).")
+    headings = [line.lstrip("#").strip() for src in markdown for line in src.splitlines() if line.startswith("#")]
+    if headings:
+        outline = "\n".join(f"- {h}" for h in headings[:12])
+        more = f"\n- … and {len(headings) - 12} more headings" if len(headings) > 12 else ""
+        parts.append(f"Its outline, from its headings:\n\n{outline}{more}")
+    if len(found) < total:
+        parts.append(f"(I read {len(found)} of its {total} cells; ask about a cell to read it in full.)")
+    return " ".join(parts[:2]) + "".join(f"\n\n{p}" for p in parts[2:])
+
+
 def cell_source(text: str, cell_id: str) -> str | None:
     """The full source of `cell_id` as read_notebook showed it; None if absent or clipped."""
     for found_id, _, source in cells(text):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from ipywidgets import Accordion, Box, VBox, Widget
 
+from agentik_jupyter.core.store import AgentState, AgentStore
 from agentik_jupyter.types import (
     AppendText,
     ErrorEvent,
@@ -26,7 +27,7 @@ from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.shared import box, html
-from agentik_jupyter.widgets.status import is_failure
+from agentik_jupyter.widgets.status import is_failure, running_tool
 from agentik_jupyter.widgets.stream import StreamBuffer
 
 
@@ -61,9 +62,12 @@ class TurnBody:
         clock: Callable[[], float] = time.monotonic,
         frame: tuple[Box, Sequence[Widget], Sequence[Widget]] | None = None,
         live: LiveText | None = None,
+        agent_store: AgentStore | None = None,
     ) -> None:
         """`live`: the LiveText that shows the question (append-only views): the answer streams
-        into it, below the question, when nothing came between them (a tool card, reasoning)."""
+        into it, below the question, when nothing came between them (a tool card, reasoning).
+        `agent_store`: followed so that a tool card waiting for the user (an approval, a diff to
+        decide) says so, not "running…", until `finish()`."""
         if frame is None:
             self.widget: Box = box(VBox)
             self._before: tuple[Widget, ...] = ()
@@ -80,6 +84,8 @@ class TurnBody:
         self._stream: StreamBuffer | None = None
         self._thinking: StreamBuffer | None = None
         self._live = live
+        self._agent = agent_store
+        self._unfollow = agent_store.subscribe(self._on_agent) if agent_store is not None else None
 
     @property
     def text(self) -> str:
@@ -103,6 +109,8 @@ class TurnBody:
             card = ToolCard(event.call)
             self.cards[event.call.id] = card
             self.add(card.widget)
+            if self._agent is not None:  # (a view built late meets a call already waiting)
+                self._on_agent(self._agent.get())
         elif isinstance(event, ToolResultEvent):
             existing = self.cards.get(event.result.tool_call_id)
             if existing is None:
@@ -112,6 +120,15 @@ class TurnBody:
             existing.set_result(event.result)
         elif isinstance(event, ErrorEvent):
             self.handle_error(event.message)
+
+    def _on_agent(self, state: AgentState) -> None:
+        """The first card without a result is the call that runs (they run in order): it says
+        what it waits for from the user, if anything."""
+        wait = running_tool(state)
+        current = next((c for c in self.cards.values() if c.result is None), None)
+        for card in self.cards.values():
+            mine = card is current and wait is not None and wait.tool == card.call.name
+            card.set_waiting(wait.card_text if mine and wait is not None else None)
 
     def handle_error(self, message: str) -> None:
         """Show an error inline (an Error event, or a turn task that crashed)."""
@@ -142,6 +159,9 @@ class TurnBody:
     def finish(self, exact: bool = True) -> None:
         """Settle the streams; `exact=False` skips re-rendering the full text (for a view that
         a transcript replaces at once)."""
+        if self._unfollow is not None:
+            self._unfollow()
+            self._unfollow = None
         self._settle(exact)
 
     def _sync(self) -> None:

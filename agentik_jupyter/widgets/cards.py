@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from agentik_jupyter.core.orchestrator import STOPPED_CALL
 from agentik_jupyter.notebook.edits import REJECTED
 from agentik_jupyter.security import invisible
 from agentik_jupyter.tools.vision import RASTER_TYPES
@@ -58,6 +59,28 @@ def args_text(args: dict[str, Any]) -> str:
     return json.dumps(args, ensure_ascii=False, indent=2, default=str)
 
 
+CODE_ARGS = ("code", "source", "new_source")
+"""Arguments that hold code (run_code, insert_cell, edit_cell): shown as code, not as a JSON string."""
+
+
+def code_args(args: dict[str, Any]) -> dict[str, str]:
+    """The arguments a card shows as text blocks of their own: code, and any text of several lines
+    (as one JSON line its line breaks would read as \\n)."""
+    return {k: v for k, v in args.items() if isinstance(v, str) and (k in CODE_ARGS or "\n" in v)}
+
+
+def _args_html(args: dict[str, Any]) -> list[str]:
+    blocks = code_args(args)
+    rest = {k: v for k, v in args.items() if k not in blocks}
+    parts = ["<div><b>Arguments</b></div>"]
+    if rest or not blocks:
+        parts.append(_pre(args_text(rest), look.PRE))
+    for name, text in blocks.items():
+        parts.append(f"<div><code>{escape(name)}</code></div>")
+        parts.append(_pre(text, look.PRE).replace("<pre", f'<pre class="agentik-code" data-arg="{escape(name)}"', 1))
+    return parts
+
+
 def _args_summary(args: dict[str, Any]) -> str:
     inner = invisible.plain_visible(
         ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
@@ -65,11 +88,15 @@ def _args_summary(args: dict[str, Any]) -> str:
     return inner if len(inner) <= TITLE_ARGS_LIMIT else inner[: TITLE_ARGS_LIMIT - 1] + "…"
 
 
-def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
-    """Plain text (never HTML): '✓ name(args) · 12 ms'; a rejected edit is '⊘ … · rejected', not a ✓."""
+def card_title(call: ToolCall, result: ToolResult | None, *, timings: bool = True, waiting: str | None = None) -> str:
+    """Plain text (never HTML): '✓ name(args) · 12 ms'; a rejected edit is '⊘ … · rejected', not a ✓.
+    `waiting`: what a call without a result waits for from the user ('waiting for your approval'):
+    it is not running yet, or it waits on the user's answer, so it does not say 'running…'."""
     head = f"{call.name}({_args_summary(call.args)})"
     if result is None:
-        return f"⚙ {head} · running…"
+        return f"◷ {head} · {waiting}" if waiting else f"⚙ {head} · running…"
+    if result.error == STOPPED_CALL:  # the user's Stop, as the turn says it (widgets/status.py STOPPED)
+        return f"■ {head} · stopped"
     rejected = result.error is None and isinstance(result.result, str) and result.result.startswith(REJECTED)
     mark = "✗" if result.error is not None else "⊘" if rejected else "✓"
     tail = " · error" if result.error is not None else " · rejected" if rejected else ""
@@ -102,16 +129,12 @@ def rich_html(display: dict[str, Any] | None) -> str:
     return ""
 
 
-def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
+def card_body_html(call: ToolCall, result: ToolResult | None, *, waiting: str | None = None) -> str:
     """Arguments, then the error, or the preview and the text the model saw."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
-    parts = [
-        invisible.warning_html("\n".join(shown), "This tool call"),
-        "<div><b>Arguments</b></div>",
-        _pre(args_text(call.args), look.PRE),
-    ]
+    parts = [invisible.warning_html("\n".join(shown), "This tool call"), *_args_html(call.args)]
     if result is None:
-        parts.append("<div><em>Running…</em></div>")
+        parts.append(f"<div><em>{escape(waiting[:1].upper() + waiting[1:]) if waiting else 'Running'}…</em></div>")
     elif result.error is not None:
         parts.append("<div><b>Error</b></div>")
         parts.append(_pre(result.error, look.ERROR_PRE).replace("<pre", '<pre class="agentik-error"', 1))
@@ -131,13 +154,12 @@ def card_body_html(call: ToolCall, result: ToolResult | None) -> str:
 CARD_STYLE = f' style="{look.CARD}"'
 
 
-def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True) -> str:
+def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True, waiting: str | None = None) -> str:
     """A collapsed <details>, its look inline (widgets/look.py: the theme's colours in JupyterLab,
     with or without our extension; their fallbacks in VS Code, Colab, GitHub, nbviewer)."""
-    title = escape(card_title(call, result, timings=timings))
-    return (
-        f'<details class="agentik-tool"{CARD_STYLE}><summary>{title}</summary>{card_body_html(call, result)}</details>'
-    )
+    title = escape(card_title(call, result, timings=timings, waiting=waiting))
+    body = card_body_html(call, result, waiting=waiting)
+    return f'<details class="agentik-tool"{CARD_STYLE}><summary>{title}</summary>{body}</details>'
 
 
 class ToolCard:
@@ -146,19 +168,27 @@ class ToolCard:
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self.result: ToolResult | None = None
+        self.waiting: str | None = None
         self.widget = html(card_html(call, None))
 
     @property
     def title(self) -> str:
         """The summary line, as plain text."""
-        return card_title(self.call, self.result)
+        return card_title(self.call, self.result, waiting=self.waiting)
 
     @property
     def body_html(self) -> str:
-        return card_body_html(self.call, self.result)
+        return card_body_html(self.call, self.result, waiting=self.waiting)
+
+    def set_waiting(self, waiting: str | None) -> None:
+        """What the call waits for from the user (None: it runs); ignored once it has its result."""
+        if self.result is None and waiting != self.waiting:
+            self.waiting = waiting
+            self.widget.value = card_html(self.call, None, waiting=waiting)
 
     def set_result(self, result: ToolResult) -> None:
         self.result = result
+        self.waiting = None
         self.widget.value = card_html(self.call, result)
 
     @property

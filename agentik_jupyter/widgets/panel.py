@@ -35,7 +35,7 @@ from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.rewind_control import RewindControl
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES, button_style
-from agentik_jupyter.widgets.status import ErrorBanner, StatusLine, totals_text
+from agentik_jupyter.widgets.status import STOPPED, ErrorBanner, StatusLine, totals_text
 from agentik_jupyter.widgets.suggestions import MentionSuggestions
 from agentik_jupyter.widgets.turn_rewind import TurnRewind, rewind_control
 from agentik_jupyter.widgets.turn_view import close_tree
@@ -57,7 +57,7 @@ def user_html(text: str, images: list[ImagePart] | None = None) -> str:
     return bubble + f'<div class="agentik-question-images">{thumbnails_html(images, QUESTION_THUMB_CSS)}</div>'
 
 
-STOPPED_HTML = '<div class="agentik-stopped">■ Stopped: the answer above is incomplete.</div>'
+STOPPED_HTML = f'<div class="agentik-stopped">{STOPPED}</div>'
 EMPTY_HTML = (
     '<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
     "<code>%%agent</code> cell: this session's cell turns show here too.</em></div>"
@@ -371,7 +371,7 @@ class ChatPanel:
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:
-            self._body = TurnBody(clock=self.clock)
+            self._body = TurnBody(clock=self.clock, agent_store=self.session.agent_store)
             self._add(self._body.widget)
             self.status.begin()
             self.stop_button.disabled = False

@@ -11,7 +11,7 @@ from typing import Any
 from ipywidgets import HTML, Button, HBox, Layout
 
 from agentik_jupyter.core.mainloop import main_thread_callback
-from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED
+from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED, STOPPED_CALL
 from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
 from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.types import EndReason, Usage
@@ -24,17 +24,20 @@ TICK_S = 1.0
 MIN_RENDER_INTERVAL_S = 0.1
 """What the agent does is re-shown at most ten times a second: the steps of a fast turn (sending,
 running a tool, sending again, responding) would otherwise each send an update nobody sees."""
+STOPPED = "■ Stopped"
+"""A stopped turn, in the same words wherever it shows: its cell's line and transcript, the panel, the
+sidebar (labextension/src/renderer.ts STOPPED)."""
 ENDINGS: dict[str, str] = {
     "complete": "✓ Done",
     "max_iterations": "■ Stopped at the tool-call limit",
-    "interrupted": "■ Stopped",
+    "interrupted": STOPPED,
     "error": "⚠ Failed",
 }
 
 
 def is_failure(error: str | None) -> bool:
-    """Whether a tool result's error means the tool failed (not that the user said no)."""
-    return error is not None and not error.startswith(DENIED)
+    """Whether a tool result's error means the tool failed (not that the user said no or stopped it)."""
+    return error is not None and not error.startswith(DENIED) and error != STOPPED_CALL
 
 
 def ending_text(reason: str | None, failed_tools: int = 0) -> str:
@@ -76,6 +79,13 @@ class ToolWait:
     @property
     def waits_for_user(self) -> bool:
         return self.approval or self.where is not None
+
+    @property
+    def card_text(self) -> str | None:
+        """What the tool's card says while it waits for the user (None: it runs)."""
+        if self.approval:
+            return "waiting for your approval"
+        return None if self.where is None else f"waiting for your answer on {self.where}"
 
 
 def running_tool(state: AgentState) -> ToolWait | None:

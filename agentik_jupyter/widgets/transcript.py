@@ -19,12 +19,13 @@ from typing import Any
 
 from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.notebook.attachments import shown_text
+from agentik_jupyter.persistence import INTERRUPTED_CODE, INTERRUPTED_MESSAGE
 from agentik_jupyter.types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
 from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
 from agentik_jupyter.widgets.markdown import escape, render_markdown
 from agentik_jupyter.widgets.sanitize import sanitize_html
-from agentik_jupyter.widgets.status import ending_text, is_failure, usage_text
+from agentik_jupyter.widgets.status import STOPPED, ending_text, is_failure, usage_text
 
 TRANSCRIPT_MIME = "application/vnd.agentik.transcript+json"
 TRANSCRIPT_VERSION = 1
@@ -68,7 +69,10 @@ def transcript_entries(messages: Sequence[ChatMessage], question: str | None = N
                 entries.append({"role": "user", "content": shown_text(m.content)})
         elif m.role == "assistant":
             if m.error is not None:
-                code = "notice" if is_compaction(m.error) else None  # news, not a failure
+                # a compaction is news, not a failure; a Stop is the user's doing (shown as STOPPED)
+                code = (
+                    "notice" if is_compaction(m.error) else INTERRUPTED_CODE if m.error == INTERRUPTED_MESSAGE else None
+                )
                 entries.append({"role": "error", "message": m.error, "code": code})
             elif m.notice is not None:
                 entries.append({"role": "notice", "message": m.notice})
@@ -141,6 +145,8 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
             lines.append(f"You: {_head(e['content'], 'HTML and JSON outputs')}")
         elif e["role"] == "assistant":
             lines.append(f"Agent: {_head(e['content'], 'HTML output')}")
+        elif e["role"] == "error" and e.get("code") == INTERRUPTED_CODE:
+            lines.append(STOPPED)
         elif e["role"] == "error":
             lines.append(e["message"] if e.get("code") == "notice" else f"Error: {e['message']}")
         elif e["role"] == "notice":
@@ -172,6 +178,8 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             )
         elif e["role"] == "assistant":
             out.append(_answer_html(e["content"], i if _in_html(e) else None))
+        elif e["role"] == "error" and e.get("code") == INTERRUPTED_CODE:
+            out.append(f'<div class="agentik-stopped">{STOPPED}</div>')
         elif e["role"] == "error" and e.get("code") == "notice":
             out.append(f'<div class="agentik-notice" style="opacity:0.75">{escape(e["message"])}</div>')
         elif e["role"] == "error":
@@ -264,7 +272,8 @@ def transcript_bundle(
             "truncated": int,                              # characters cut from result
             "error": str | null, "duration_ms": float | null,
             "display": {"text/html": str (sanitised), "image/png": base64, ...} | null},
-           {"role": "error", "message": str, "code": str | null} |
+           {"role": "error", "message": str, "code": str | null} |   # code "notice": news (a compaction);
+                                                                   # "interrupted": a Stop, shown as "■ Stopped"
            {"role": "notice", "message": str}]}
 
     Entries are in conversation order; a tool entry with neither result nor error

@@ -49,9 +49,10 @@ __all__ = ["TurnView", "transcript_bundle", "TRANSCRIPT_MIME", "VIEW_TEXT", "PLA
 
 VIEW_TEXT = "Agent turn (live view; a transcript replaces it when the turn ends)"
 """The text form of a background cell's view: under nbclient it is the cell's only saved output."""
-PLACE_TEXT = "Agent turn"
-"""The text form of a `--wait` cell's view place: its transcript follows it in the cell, so it
-promises nothing (it is what nbval compares and what a notebook viewer shows above the transcript)."""
+PLACE_TEXT = ""
+"""The text form of a `--wait` cell's view place: none. Its transcript follows it in the cell, and
+where widgets don't render (an untrusted notebook, GitHub, nbviewer) any text here would be a stray
+line above the transcript; without one the place shows nothing there."""
 LIVE_AFTER_S = 0.1
 """A view shown by `show` builds its widgets only if its turn still runs this long after its
 answer was requested, or `FIRST_WORDS_S` after its first words (or at once when something
@@ -155,7 +156,9 @@ class TurnView:
 
     def _bundle(self, widget: Widget, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(widget._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = self._text
+        bundle.pop("text/plain", None)
+        if self._text:
+            bundle["text/plain"] = self._text
         return bundle
 
     def build(self) -> None:
@@ -183,7 +186,12 @@ class TurnView:
             self.header = html(question_html(self.question))
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
         self.widget = root = box(VBox, (self.header, self.footer), layout_name="live", classes=LIVE_CLASSES)
-        self.body = TurnBody(clock=self.clock, frame=(root, (self.header,), (self.footer,)), live=live)
+        self.body = TurnBody(
+            clock=self.clock,
+            frame=(root, (self.header,), (self.footer,)),
+            live=live,
+            agent_store=self.session.agent_store,
+        )
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
         if self.started:  # (the line opened showing it)

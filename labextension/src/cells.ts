@@ -9,6 +9,10 @@
  * kernel's comment saying so (notebook/cells.py PROPOSAL_LINE, already in `source`), and the cell
  * carries the tag `agentik-proposal` and the metadata `{"agentik": {"proposal": true}}`, which
  * stay in the saved notebook for any reader or tool (nbconvert's TagRemovePreprocessor, papermill).
+ *
+ * Like a cell the user inserts (JupyterLab's NotebookActions give a new code cell `trusted: true`),
+ * the cell is trusted: it has no outputs yet, and whatever it shows comes from the user's own run.
+ * An untrusted one made Notebook 7's header flip from "Trusted" to "Not Trusted" at each proposal.
  */
 import { NotebookPanel } from '@jupyterlab/notebook';
 
@@ -33,7 +37,7 @@ export function insertBelow(panel: NotebookPanel, source: string, afterCellId: s
     ...(id ? { id } : {}),
     cell_type: 'code',
     source,
-    metadata: { agentik: { proposal: true }, tags: [PROPOSAL_TAG] }
+    metadata: { agentik: { proposal: true }, tags: [PROPOSAL_TAG], trusted: true }
   });
   return cell.id;
 }

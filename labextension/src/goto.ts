@@ -8,6 +8,10 @@
  * What waits: the enabled accept button of an approval or trust card not yet answered
  * (widgets/shared.py APPROVAL_CLASSES, ACCEPT_CLASSES) or an on-cell diff's Accept (notebook.ts).
  * One delegated listener per notebook for each of pointerup and click (see below).
+ *
+ * A control shows only while what it goes to is out of view: with the approval card right above the
+ * line, a button that scrolls to it would be noise. Its visibility is decided when the line is drawn
+ * (it re-renders every second while the turn waits) and when the notebook scrolls.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -17,6 +21,8 @@ const GOTO = 'agentik-goto';
 const APPROVAL = '.agentik-approval:not(.agentik-approval-done) .agentik-button-accept:not(:disabled)';
 const ANSWER = '.agentik-proposal .jp-mod-accept:not(:disabled)';
 const FLASH = 'agentik-flash';
+/** The class that shows a control (the kernel draws it hidden by its inline style). */
+const SHOWN = 'agentik-goto-shown';
 const FLASH_MS = 1600;
 
 type Cell = NotebookPanel['content']['widgets'][number];
@@ -62,6 +68,56 @@ function flash(node: HTMLElement): void {
 
 /** In the page and drawn (a windowed notebook hides or detaches the cells out of view). */
 const drawn = (node: HTMLElement): boolean => node.isConnected && node.getClientRects().length > 0;
+
+/** Drawn and wholly inside the window and the notebook's scrolling box. */
+function inView(node: HTMLElement): boolean {
+  if (!drawn(node)) {
+    return false;
+  }
+  const box = node.getBoundingClientRect();
+  const scroller = node.closest('.jp-WindowedPanel-outer') ?? document.scrollingElement;
+  const area = scroller ? scroller.getBoundingClientRect() : { top: 0, bottom: window.innerHeight };
+  return box.height > 0 && box.top >= Math.max(area.top, 0) && box.bottom <= Math.min(area.bottom, window.innerHeight);
+}
+
+/** Show each go-to control of the notebook whose target is out of view; hide the others. */
+function showWhereNeeded(panel: NotebookPanel): void {
+  for (const control of panel.content.node.querySelectorAll<HTMLElement>(`.${GOTO}`)) {
+    const target = pendingAnswer(panel, control.getAttribute('data-agentik-goto') ?? '', control);
+    control.classList.toggle(SHOWN, target !== null && !inView(target.button));
+  }
+}
+
+/** What a control's visibility depends on: the control itself (drawn anew with its line), a card or a diff. */
+const WATCHED = `.${GOTO}, .agentik-approval, .agentik-proposal`;
+
+/**
+ * `showWhereNeeded` when a control, a card or a diff is drawn (at once, before the browser paints:
+ * a control redrawn with its line never flickers) and, once per frame at most, when the notebook scrolls.
+ */
+function watchViews(panel: NotebookPanel): void {
+  let due = false;
+  const soon = (): void => {
+    if (!due) {
+      due = true;
+      requestAnimationFrame(() => {
+        due = false;
+        showWhereNeeded(panel);
+      });
+    }
+  };
+  const added = (records: MutationRecord[]): boolean =>
+    records.some(r =>
+      [...r.addedNodes].some(n => n instanceof Element && (n.matches(WATCHED) || n.querySelector(WATCHED) !== null))
+    );
+  new MutationObserver(records => {
+    if (added(records)) {
+      showWhereNeeded(panel);
+    }
+  }).observe(panel.content.node, { childList: true, subtree: true });
+  panel.node.addEventListener('scroll', () => soon(), { capture: true, passive: true });
+  window.addEventListener('resize', () => soon(), { passive: true });
+}
 
 const frame = (): Promise<void> => new Promise(resolve => requestAnimationFrame(() => resolve()));
 
@@ -117,10 +173,14 @@ function follow(panel: NotebookPanel): void {
 /** Show the go-to controls (hidden by their inline style where nothing acts on them) and act on their clicks. */
 function serveGoto(notebooks: INotebookTracker): void {
   const style = document.createElement('style');
-  style.textContent = `.${GOTO} { display: inline-block !important; margin-left: 0.5em; }`;
+  style.textContent = `.${GOTO}.${SHOWN} { display: inline-block !important; margin-left: 0.5em; }`;
   document.head.appendChild(style);
-  notebooks.forEach(follow);
-  notebooks.widgetAdded.connect((_, panel) => follow(panel));
+  const serve = (panel: NotebookPanel): void => {
+    follow(panel);
+    watchViews(panel);
+  };
+  notebooks.forEach(serve);
+  notebooks.widgetAdded.connect((_, panel) => serve(panel));
 }
 
 export const gotoPlugin: JupyterFrontEndPlugin<void> = {

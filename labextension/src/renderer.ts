@@ -24,10 +24,12 @@ export type RenderContext = Pick<
   'sanitizer' | 'resolver' | 'linkHandler' | 'latexTypesetter' | 'markdownParser'
 >;
 
+/** A stopped turn, in the same words wherever it shows (agentik_jupyter/widgets/status.py STOPPED). */
+const STOPPED = '■ Stopped';
 const ENDINGS: Record<string, string> = {
   complete: '✓ Done',
   max_iterations: '■ Stopped at the tool-call limit',
-  interrupted: '■ Stopped',
+  interrupted: STOPPED,
   error: '⚠ Failed'
 };
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
@@ -131,8 +133,14 @@ function argsSummary(args: Record<string, unknown>): string {
 /** How a rejected edit's result begins (agentik_jupyter/notebook/edits.py REJECTED): its card says so, not ✓. */
 const REJECTED = 'The user rejected the edit';
 
+/** The result of a call a Stop cut short (agentik_jupyter/core/orchestrator.py STOPPED_CALL). */
+const STOPPED_CALL = 'Interrupted by the user.';
+
 function cardTitle(tool: IToolEntry): string {
   const head = `${tool.name}(${argsSummary(tool.args ?? {})})`;
+  if (tool.error === STOPPED_CALL) {
+    return `■ ${head} · stopped`;
+  }
   if (tool.error !== null && tool.error !== undefined) {
     return `✗ ${head} · error`;
   }
@@ -180,6 +188,32 @@ function section(label: string, text: string, className = ''): HTMLElement[] {
   return [el('div', 'agentik-label', label), visiblePre(text, className)];
 }
 
+/** Arguments that hold code (agentik_jupyter/widgets/cards.py CODE_ARGS): shown as code, not as a JSON string. */
+const CODE_ARGS = ['code', 'source', 'new_source'];
+
+/** The arguments as the kernel's card shows them: code and text of several lines each in a block of
+ * its own (as one JSON line its line breaks would read as \n), the others as JSON. */
+function argumentNodes(args: Record<string, unknown>): HTMLElement[] {
+  const blocks = Object.entries(args).filter(
+    (entry): entry is [string, string] =>
+      typeof entry[1] === 'string' && (CODE_ARGS.includes(entry[0]) || entry[1].includes('\n'))
+  );
+  const named = new Set(blocks.map(([key]) => key));
+  const rest = Object.fromEntries(Object.entries(args).filter(([key]) => !named.has(key)));
+  const nodes = [el('div', 'agentik-label', 'Arguments')];
+  if (Object.keys(rest).length || !blocks.length) {
+    nodes.push(visiblePre(JSON.stringify(rest, null, 2)));
+  }
+  for (const [key, text] of blocks) {
+    const label = el('div');
+    label.appendChild(el('code', '', key));
+    const pre = visiblePre(text, 'agentik-code');
+    pre.dataset.arg = key;
+    nodes.push(label, pre);
+  }
+  return nodes;
+}
+
 function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
   const card = el('details', 'agentik-tool');
   card.appendChild(el('summary', '', cardTitle(tool)));
@@ -188,7 +222,7 @@ function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
   if (hidden) {
     card.appendChild(hidden);
   }
-  card.append(...section('Arguments', args));
+  card.append(...argumentNodes(tool.args ?? {}));
   if (tool.error !== null && tool.error !== undefined) {
     card.append(...section('Error', tool.error, 'agentik-error'));
   } else if (tool.result !== null && tool.result !== undefined) {
@@ -237,7 +271,10 @@ export async function renderEntries(
         case 'notice':
           return el('div', 'agentik-notice', entry.message);
         default:
-          // code "notice": news such as a compaction, not a failure
+          // code "notice": news such as a compaction, not a failure; "interrupted": the user's Stop
+          if (entry.code === 'interrupted') {
+            return el('div', 'agentik-stopped', STOPPED);
+          }
           return entry.code === 'notice'
             ? el('div', 'agentik-notice', entry.message)
             : el('div', 'agentik-error', `⚠ ${entry.message}`);

@@ -714,7 +714,10 @@ def test_4_stop_a_long_answer(lab: Lab) -> None:
     clicked = time.monotonic()
     lab.wait(lambda: "Stopped" in lab.text(panel.locator(".agentik-status")), 5, "the status to say Stopped")
     assert time.monotonic() - clicked < 3
-    lab.wait(lambda: "the answer above is incomplete" in lab.text(panel), 5, "the Stopped mark under the answer")
+    mark = panel.locator(".agentik-stopped")
+    lab.wait(
+        lambda: mark.count() and lab.text(mark.last).strip() == "■ Stopped", 5, "the Stopped mark under the answer"
+    )
     before = len(lab.text(panel))
     time.sleep(1.0)
     after = len(lab.text(panel))

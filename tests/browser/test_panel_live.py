@@ -275,7 +275,10 @@ def test_6_a_resumed_session_keeps_the_stopped_mark(lab: Lab) -> None:
         "the session re-rendered from the file",
     )
     text = lab.text(panel(lab))
-    assert text.count("■ Stopped: the answer above is incomplete") == 1, text
+    marks = panel(lab).locator(".agentik-stopped")
+    assert marks.count() == 1 and lab.text(marks.first).strip() == "■ Stopped", (
+        text
+    )  # (the words of the cell and sidebar)
     assert "Interrupted by the user" not in text
     assert "First question, before the panel" in lab.text(panel(lab).locator(".widget-html").first)  # the title
     lab.wait(lambda: in_view(last_text(lab, "END-PINNED")), 30, "the newest reply in view after the re-render")

@@ -64,6 +64,14 @@ def test_the_saved_quickstart_renders_every_turn(opened: Lab) -> None:
     text = lab.text(lab.page.locator(".jp-Notebook"))
     assert WIDGET_ERROR not in text
     assert "You asked" not in text and "image(s) the tool results" not in text
+    # no stray line above a transcript (an untrusted notebook shows a widget's place as its text);
+    # textContent: the cells out of view are not drawn, their inner text is empty
+    assert "Agent turn" not in str(lab.page.locator(".jp-Notebook").text_content())
+    # the Stop example, saved as what it said and that it stopped
+    stopped = lab.page.locator(TRANSCRIPT).filter(has_text="Write a long essay about this data.")
+    stopped.scroll_into_view_if_needed()
+    lab.wait(lambda: "■ Stopped" in lab.text(stopped), 10, "the Stop example's transcript, stopped")
+    assert "Paragraph 1" in lab.text(stopped)
     shot(lab, "quickstart_opened.png")
 
 

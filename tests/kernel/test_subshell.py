@@ -117,3 +117,29 @@ def test_panel_send_on_a_subshell_runs_on_the_main_loop(tmp_path: Path) -> None:
 
 
 PANEL_WAIT_S = 1.5 + PROMPT_S
+
+
+def test_a_page_message_while_a_wait_cell_runs_reports_idle_for_itself(tmp_path: Path) -> None:
+    """Why JupyterLab's kernel indicator can say Idle while a `--wait` cell shows [*] (README):
+    a message the page sends on a subshell during the turn (a Stop, an approval, the notebook's
+    answer to the agent) is reported busy then idle for itself, before the cell's own idle;
+    JupyterLab's indicator shows the latest report, whichever message it is about."""
+    with FakeLLMServer() as server:
+        kernel = RawKernel(kernel_env(server, AGENTIK_DB_PATH=str(tmp_path / "i.agentik.db")), tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            subshell = create_subshell(kernel)
+            server.push(Reply.text("Late answer.", first_byte_after=PROMPT_S))
+            cell = kernel.submit("%%agent --wait\nTake your time.")
+            wait_for(lambda: server.requests, 10, "the turn's request")
+            send_on_subshell(kernel, subshell, "no-such-comm", {})
+            done = kernel.collect(cell)
+            assert done.ok, done.text
+            states = [
+                (m["parent_header"].get("msg_type"), m["content"]["execution_state"])
+                for m in kernel.iopub
+                if m["msg_type"] == "status" and m["parent_header"].get("msg_type") in {"comm_msg", "execute_request"}
+            ]
+            assert states[-3:] == [("comm_msg", "busy"), ("comm_msg", "idle"), ("execute_request", "idle")], states
+        finally:
+            kernel.close()

@@ -44,7 +44,9 @@ def transcripts_of(kernel: RawKernel, live_id: str) -> list[dict[str, Any]]:
 
 def final_transcript(kernel: RawKernel, live_id: str) -> dict[str, Any]:
     updates = transcripts_of(kernel, live_id)
-    assert len(updates) == 1, f"expected one transcript for {live_id}, got {len(updates)}"
+    # one transcript; `%agent stop` sends the ones it stopped once more, the same, as its own cell's
+    distinct = {json.dumps(u, sort_keys=True) for u in updates}
+    assert len(distinct) == 1, f"expected one transcript for {live_id}, got {len(distinct)}"
     return updates[0]
 
 

@@ -400,3 +400,38 @@ def test_the_anthropic_form_of_a_finished_plot_is_read_the_same_way() -> None:
     }
     reply = demo_responder(RecordedRequest("POST", "/v1/messages", {}, body, "anthropic"))
     assert not reply.calls and "figure" in reply.content.lower() and "You asked" not in reply.content
+
+
+def _after(question: str, tool: str, result: str) -> str:
+    """The demo's answer once `tool` returned `result` for `question`."""
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}],
+    }
+    return demo_responder(
+        openai_request(question, call, {"role": "tool", "tool_call_id": "c1", "content": result})
+    ).content
+
+
+def test_a_described_frame_shows_as_many_first_rows_as_it_says() -> None:
+    rows = [f"{i}  north     {i}  10.0{i}" for i in range(5)]
+    profile = [f"  c{i}: int64; no nulls; min 1, max 9" for i in range(8)]
+    result = "\n".join(["pandas DataFrame 'sales': 100 rows × 8 columns", "columns (8 of 8 profiled):", *profile,
+                        "first 5 rows:", "  region  units  price", *rows])  # fmt: skip
+    answer = _after("Describe the sales DataFrame for me.", "describe_dataframe", result)
+    assert "first 5 rows:" in answer and all(row in answer for row in rows), answer
+
+
+def test_the_notebook_summary_says_what_the_notebook_holds() -> None:
+    result = (
+        "Notebook study.ipynb: 4 cells (saved version on disk)\n\n"
+        "[0] id=a1 markdown\n# Sales study\n\n"
+        "[1] id=b2 code, In [1]\nimport pandas as pd\n  -> result: None\n\n"
+        "[2] id=c3 markdown\n## Cleaning\nDrop the empty rows.\n\n"
+        "[3] id=d4 code\n%%agent --wait\nDescribe sales.\n"
+    )
+    answer = _after("Read my notebook and tell me what it does.", "read_notebook", result)
+    assert "`study.ipynb` has 4 cells: 2 code cells (1 of them run) and 2 Markdown cells." in answer, answer
+    assert "1 of the code cells asks the agent" in answer and "- Sales study\n- Cleaning" in answer
+    assert "id=" not in answer and "Here is what" not in answer

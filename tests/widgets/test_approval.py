@@ -10,6 +10,7 @@ from agentik_jupyter.core.session import Session
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.approval import ApprovalGate, ApprovalRequest
 from agentik_jupyter.tools.registry import ToolRegistry, tool
+from agentik_jupyter.tools.status import waiting_on
 from agentik_jupyter.types import ToolCall, ToolDefinition
 from agentik_jupyter.widgets import ApprovalCard, TurnView
 
@@ -73,3 +74,49 @@ async def test_turn_waits_for_the_card_and_continues_after_denial(monkeypatch: p
     assert outcome.reason == "complete" and pending.decision == "denied"
     tool_entry = view.finish()["application/vnd.agentik.transcript+json"]["entries"][1]
     assert "did not approve" in tool_entry["error"]
+
+
+async def test_a_tool_card_says_it_waits_for_the_user_and_runs_once_approved(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTIK_APPROVE", raising=False)
+    reg = ToolRegistry()
+    running, ran, answered = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    @tool(registry=reg, policy="ask")
+    async def run_code(code: str) -> str:
+        """Run code."""
+        running.set()
+        await ran.wait()
+        return "ran"
+
+    @tool(registry=reg, policy="auto")
+    async def edit_cell(source: str) -> str:
+        """Propose an edit and wait for the user's answer on its diff."""
+        waiting_on("the diff on cell 3")
+        await answered.wait()
+        waiting_on(None)
+        return "accepted"
+
+    s: Session
+    gate = ApprovalGate(present=lambda r: s.approval_presenter(r), timeout=5)  # type: ignore[misc]
+    steps = [Step.call("run_code", {"code": "1+1"}), Step.call("edit_cell", {"source": "x = 1"}), Step.say("Done.")]
+    s = Session(ScriptedTransport(steps), reg, temporary=True, approver=gate)
+    view = TurnView(s, "run it", wait=True, display=lambda b: None)
+    s.approval_presenter = view.present_approval
+    task = s.start_turn("run it")
+    while not gate.pending:
+        await asyncio.sleep(0.01)
+    (card,) = view.body.cards.values()
+    assert card.title.endswith("· waiting for your approval") and "running" not in card.title
+    assert "Waiting for your approval…" in card.body_html
+    (pending,) = gate.pending.values()
+    pending.approve()
+    await asyncio.wait_for(running.wait(), 2.0)
+    assert card.title.endswith("· running…")
+    ran.set()
+    while len(view.body.cards) < 2 or "waiting" not in list(view.body.cards.values())[1].title:
+        await asyncio.sleep(0.01)
+    edit = list(view.body.cards.values())[1]
+    assert edit.title.endswith("· waiting for your answer on the diff on cell 3") and card.title.startswith("✓")
+    answered.set()
+    outcome = await asyncio.wait_for(task, 2.0)
+    assert outcome.reason == "complete" and edit.title.startswith("✓")

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.types import ChatMessage
 from agentik_jupyter.widgets.markdown import render_markdown
+from agentik_jupyter.widgets.status import STOPPED, ending_text
 from agentik_jupyter.widgets.transcript import (
     PLAIN_TEXT_LIMIT,
     TRANSCRIPT_MIME,
@@ -99,3 +101,23 @@ def test_a_turns_transcript_display_data_is_about_its_answer_plus_markup(tmp_pat
     sent = len(json.dumps(msg["content"], ensure_ascii=False).encode())
     assert sent <= 1.5 * len(ANSWER.encode()), sent / len(ANSWER.encode())
     assert holds_answer(msg["content"]["data"], ANSWER)
+
+
+def test_a_stopped_turn_in_a_resumed_session_is_worded_as_the_cell_and_panel_word_it() -> None:
+    """The audit log's "Interrupted by the user" (a Stop) shows as the same "■ Stopped" as a
+    stopped cell's line and the panel's mark, not as an error."""
+    messages = [
+        ChatMessage(role="user", content="Write a long essay."),
+        ChatMessage(role="assistant", content="Paragraph 1"),
+        ChatMessage(role="assistant", error=INTERRUPTED_MESSAGE),
+    ]
+    bundle = transcript_bundle(messages, title="A session")
+    assert STOPPED == ending_text("interrupted") == "■ Stopped"
+    assert bundle["text/plain"].splitlines()[-1] == STOPPED and "Error" not in bundle["text/plain"]
+    assert f'<div class="agentik-stopped">{STOPPED}</div>' in bundle["text/html"]
+    assert "⚠" not in bundle["text/html"] and "Interrupted" not in bundle["text/html"]
+    assert bundle[TRANSCRIPT_MIME]["entries"][-1] == {
+        "role": "error",
+        "message": INTERRUPTED_MESSAGE,
+        "code": "interrupted",
+    }

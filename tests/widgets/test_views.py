@@ -122,6 +122,25 @@ async def test_tool_cards_are_collapsed_and_show_result_error_table_image_and_cu
     assert "8,000 more characters not shown" in cards["big"].body_html
 
 
+def test_a_code_argument_shows_as_code_not_as_a_json_line() -> None:
+    code = "import pandas as pd\nprint(sales['units'].sum())  # <total>"
+    card = ToolCard(ToolCall(id="c1", name="run_code", args={"code": code, "timeout": 30}))
+    card.set_result(ToolResult(tool_call_id="c1", name="run_code", result="5093"))
+    body, saved = (
+        card.body_html,
+        transcript_bundle(
+            [ChatMessage(role="assistant", tool_calls=[card.call]), ChatMessage(role="tool", tool_result=card.result)],
+            question="q",
+        )["text/html"],
+    )
+    block = '<pre class="agentik-code" data-arg="code">import pandas as pd\nprint(sales[&#x27;units&#x27;].sum())  # &lt;total&gt;</pre>'
+    for markup in (body, saved):  # the live card and the saved transcript's HTML
+        assert block in markup, markup
+        expanded = markup.split("</summary>", 1)[-1]  # (the one-line title keeps its short summary)
+        assert "\\n" not in expanded and "&quot;code&quot;" not in expanded
+        assert "&quot;timeout&quot;: 30" in markup  # the other arguments stay JSON
+
+
 async def test_stop_button_ends_the_turn_and_the_view() -> None:
     s = session([Step.say("word " * 400, chunk_size=5, delay=0.01)])
     view = TurnView(s, "long")
@@ -135,6 +154,31 @@ async def test_stop_button_ends_the_turn_and_the_view() -> None:
     assert s.agent_store.status == "idle" and not s.busy
     assert "Stopped" in view.bundle["text/plain"]
     assert view.bundle[TRANSCRIPT_MIME]["entries"][1]["content"].startswith("word")
+
+
+async def test_a_call_cut_by_stop_is_marked_stopped_not_failed() -> None:
+    reg = ToolRegistry()
+    started = asyncio.Event()
+
+    @tool(registry=reg, policy="auto")
+    async def slow_query() -> str:
+        """Run for a long time."""
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    s = Session(ScriptedTransport([Step.call("slow_query", {}), Step.say("never")]), reg, temporary=True)
+    view = TurnView(s, "query", wait=True, display=lambda b: None)
+    task = s.start_turn("query")
+    view.track(task)
+    await asyncio.wait_for(started.wait(), 2.0)
+    assert view.stop()
+    assert (await asyncio.wait_for(task, 5.0)).reason == "interrupted"
+    (card,) = view.body.cards.values()
+    assert card.title == "■ slow_query() · stopped", card.title
+    bundle = view.finish()
+    assert "■ Stopped" in bundle["text/plain"] and "failed" not in bundle["text/plain"]
+    assert "■ slow_query() · stopped" in bundle["text/html"] and "failed_tools" not in bundle[TRANSCRIPT_MIME]
 
 
 async def test_provider_error_shows_in_the_view_and_transcript() -> None:
@@ -207,8 +251,8 @@ async def test_panel_send_while_busy_queues_and_stop_works() -> None:
     assert panel.stop_button.disabled and panel.notice.value == ""
     # the cut-off answer keeps its mark in the conversation after the status line moves on
     history = html_of(panel.history)
-    assert "x x" in history and history.index("x x") < history.index("Stopped: the answer above is incomplete")
-    assert history.index("Stopped: the answer above is incomplete") < history.index("second answer")
+    mark = '<div class="agentik-stopped">■ Stopped</div>'
+    assert "x x" in history and history.index("x x") < history.index(mark) < history.index("second answer")
 
 
 async def test_error_banner_shows_until_dismissed() -> None:

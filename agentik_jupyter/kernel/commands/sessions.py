@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agentik_jupyter.core.transport import KEY_IN_SERVER, key_location
 from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
+from agentik_jupyter.kernel.turns import show_transcript_again
 from agentik_jupyter.providers.config import load_config
 from agentik_jupyter.security.scrub import scrub
 
@@ -117,14 +119,26 @@ async def delete_command(agent: KernelAgent, args: list[str]) -> None:
         print(f"No session {args[0]!r} (or the prefix matches several); see %agent sessions.")
 
 
+STOP_WAIT_S = 5.0
+"""How long `%agent stop` waits for the turns it stopped to end."""
+
+
 async def stop_command(agent: KernelAgent, args: list[str]) -> None:
+    """Stop, then wait (briefly) until the stopped turns have ended: their cells show their
+    transcripts while this cell still runs, so a runner (nbclient, papermill) saves them too."""
     session = agent.session
     if session is None:
         print("Nothing is running.")
-    elif args == ["--all"]:
+        return
+    stopping = session.turns if args == ["--all"] else session.turns[:1] if session.busy else ()
+    if args == ["--all"]:
         count = session.stop_all()
         print(f"Stopped {count} turn(s)." if count else "Nothing is running.")
     else:
         stopped = session.stop()
         queued = f" {session.queued} queued turn(s) follow; %agent stop --all stops them." if session.queued else ""
         print(("Stopped." if stopped else "Nothing is running.") + queued)
+    if stopping:
+        await asyncio.wait(stopping, timeout=STOP_WAIT_S)
+        for task in stopping:  # from this cell: a runner saving it saves their transcripts
+            show_transcript_again(task)
