@@ -153,7 +153,7 @@ class FakeLLMServer:
         """Streamed frames a second (0: as fast as the socket takes them). Frame i of a stream
         leaves at its first frame's time + i / pace, so the rate does not drift with the writes."""
         self.first_frame_at: list[float] = []
-        """`time.perf_counter()` when each streamed response's first frame was written, in order."""
+        """`time.perf_counter()` when each streamed response's first frame began to be written, in order."""
         self._address = (host, port)
         self._queue: deque[Reply] = deque(replies)
         self._responder: Responder = responder or echo_responder
@@ -363,12 +363,12 @@ class FakeLLMServer:
                 wait = started + i / self.pace - time.perf_counter()
                 if wait > 0 and self._stopping.wait(wait):
                     return
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-            h.wfile.flush()
-            if not i:
+            if not i:  # the time is taken before the write: a client may read the frame before it returns
                 started = time.perf_counter()
                 with self._lock:
                     self.first_frame_at.append(started)
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            h.wfile.flush()
             if self.chunk_delay and self._stopping.wait(self.chunk_delay):
                 return
 
