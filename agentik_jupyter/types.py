@@ -257,6 +257,17 @@ class UserMessage(_Model):
     images: list[ImagePart] | None = None
     timestamp: float = Field(default_factory=now)
 
+    def chat_message(self) -> ChatMessage:
+        """The question as the model is sent it (working memory, the live transcript): same id."""
+        return ChatMessage(
+            id=self.id,
+            role="user",
+            content=self.content,
+            context_note=self.context_note,
+            images=self.images,
+            timestamp=self.timestamp,
+        )
+
 
 class AssistantMessage(_Model):
     kind: Literal["assistant"] = "assistant"

@@ -38,7 +38,7 @@ MAX_RESULT_CHARS = 2_000
 KEPT_RESULT_CHARS = 2_000
 """A kept turn's tool result is cut to this at a compaction (the newest kept turn stays whole)."""
 SHORTENED_MARK = "[shortened when the session was compacted"
-SHORTENED = "[shortened when the session was compacted: {more}; the whole result is in the sessions file]"
+SHORTENED = SHORTENED_MARK + ": {more}; the whole result is in the sessions file]"
 KEEP_SHARE = 0.5
 """The newest turns kept verbatim fit in this share of the budget."""
 

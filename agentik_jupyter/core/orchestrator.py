@@ -63,9 +63,9 @@ MAX_ITERATIONS_MESSAGE = "Reached maximum iteration limit"
 INTERRUPTED = "interrupted"
 AWAITING_APPROVAL = " (awaiting approval)"
 DENIED = "The user did not approve"
+"""How the error of a call the user denied begins: a choice, not a failure (widgets/status.py)."""
 STOPPED_CALL = "Interrupted by the user."
 """The result of a call a Stop cut short (the turn's cards say "stopped", not "error")."""
-"""How the error of a call the user denied begins: a choice, not a failure (widgets/status.py)."""
 
 Approver = Callable[[ToolCall, ToolDefinition], Awaitable[bool]]
 EventListener = Callable[[Event], None]

@@ -401,9 +401,7 @@ class Session(LongSession):
         note = context_note(context, self._last_context)
         text, sent, refused = admit_images(question)  # none for a model without vision: it is told so
         user = UserMessage(content=text, context=context, context_note=note, images=sent or None)
-        user_msg = ChatMessage(
-            id=user.id, role="user", content=text, context_note=note, images=user.images, timestamp=user.timestamp
-        )
+        user_msg = user.chat_message()
         was = self.conversation_id
         try:
             history = await self._begin(user, user_msg, model)

@@ -254,14 +254,7 @@ class SessionDB:
         spec says, so "try again" after a failure reaches the model with the question); returns
         the new turn id."""
         turn_id = new_id("turn_")
-        question = ChatMessage(
-            id=user.id,
-            role="user",
-            content=user.content,
-            context_note=user.context_note,
-            images=user.images,
-            timestamp=user.timestamp,
-        )
+        question = user.chat_message()
 
         def body(conn: sqlite3.Connection) -> str:
             row = self._writable_row(conn, conversation_id)
