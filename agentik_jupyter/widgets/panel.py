@@ -167,10 +167,7 @@ class ChatPanel:
         images = self.attach.take()
         # insert_cell proposals go below the active cell of the page whose Send this is
         with anchored(CellAnchor()), asked_from(asking_page()):
-            if images:
-                self.last_task = self.session.start_turn(message, on_start=self._on_turn_start, images=images)
-            else:
-                self.last_task = self.session.start_turn(message, on_start=self._on_turn_start)
+            self.last_task = self.session.start_turn(message, on_start=self._on_turn_start, images=images or None)
         ahead = self.session.ahead_of(self.last_task)
         self.notice.value = f"<em>Queued ({ahead} ahead)</em>" if ahead else ""
         if text is None:

@@ -13,7 +13,7 @@ from agentik_jupyter.notebook.revert import plan as plan_rewind
 from agentik_jupyter.notebook.revert import rewind as apply_rewind
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets.markdown import escape
-from agentik_jupyter.widgets.shared import PLAIN_CLASSES, REJECT_CLASSES
+from agentik_jupyter.widgets.shared import PLAIN_CLASSES, REJECT_CLASSES, button_style
 
 
 def _lines_html(lines: list[str], lead: str = "") -> str:
@@ -28,7 +28,9 @@ class RewindControl:
         self.session = session
         self.button = Button(description="Rewind", icon="undo", _dom_classes=PLAIN_CLASSES)
         self.button.tooltip = "Take back the latest turn: its variables and the conversation (asks first)"
-        self.confirm_button = Button(description="Rewind now", icon="undo", _dom_classes=REJECT_CLASSES)
+        self.confirm_button = Button(
+            description="Rewind now", icon="undo", _dom_classes=REJECT_CLASSES, style=button_style("reject")
+        )
         self.cancel_button = Button(description="Cancel", _dom_classes=PLAIN_CLASSES)
         self.message = HTML(value="")
         self.choices = HBox(children=(self.confirm_button, self.cancel_button), layout=Layout(display="none"))

@@ -28,7 +28,7 @@ from agentik_jupyter.persistence import TurnRow
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.types import End, Event
 from agentik_jupyter.widgets.markdown import escape
-from agentik_jupyter.widgets.shared import PLAIN_CLASSES, REJECT_CLASSES, box, button, html
+from agentik_jupyter.widgets.shared import box, button, html
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,6 @@ class TurnRewind:
             "Rewind",
             icon="undo",
             tooltip="Take this turn back, and the turns after it (shows what it would do, asks first)",
-            _dom_classes=PLAIN_CLASSES,
         )
         self.button.on_click(main_thread_callback(lambda _: self._start(self.preview())))
         self.widget: Widget = self.button  # the button alone, until there is more to show
@@ -87,8 +86,8 @@ class TurnRewind:
 
     def _ask(self) -> Any:
         if self._choices is None:
-            confirm = button("Rewind now", icon="undo", _dom_classes=REJECT_CLASSES)
-            cancel = button("Cancel", _dom_classes=PLAIN_CLASSES)
+            confirm = button("Rewind now", icon="undo", kind="reject")
+            cancel = button("Cancel")
             confirm.on_click(main_thread_callback(lambda _: self._start(self.confirm())))
             cancel.on_click(main_thread_callback(lambda _: self.cancel()))
             self._choices = box(HBox, (confirm, cancel))
