@@ -19,8 +19,8 @@ pair. At this pace both cells last as long as the stream, so what a turn costs s
 `plain` and `tool_call` are turns in JupyterLab with our extension: the bench's client answers
 the kernel's frontend handshake as the extension does (bench/kernel_client.py), so the answer
 streams into the append-only LiveText widget. `plain_without_extension` is the same plain turn
-in a second kernel whose client does not answer (VS Code, nbclassic, nbclient): ipywidgets' HTML
-widgets, whose every update re-sends the live part.
+in a second kernel whose client does not answer (VS Code, nbclassic, nbclient): the answer streams
+as the cell's own text output (widgets/plain_stream.py), which the transcript replaces at the end.
 
 `tool_call` is a turn whose model first calls a user `@tool` (a plain synchronous function,
 `policy="auto"`: it may hold the kernel's loop, so the live view is built before it runs), then

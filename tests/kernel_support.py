@@ -190,6 +190,7 @@ class Execution:
     reply: dict[str, Any] = field(default_factory=dict)
     outputs: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
+    clear_at_next: bool = False
 
     @property
     def text(self) -> str:
@@ -291,7 +292,14 @@ class RawKernel:
         kind, content = msg["msg_type"], msg["content"]
         if kind == "status" and content.get("execution_state") == "idle":
             self._done[parent] = ex
+        elif kind == "clear_output":  # (as a frontend does: with `wait`, at the next output)
+            ex.clear_at_next = bool(content.get("wait"))
+            if not ex.clear_at_next:
+                ex.outputs.clear()
         elif kind in {"stream", "display_data", "execute_result", "error"}:
+            if ex.clear_at_next:
+                ex.outputs.clear()
+                ex.clear_at_next = False
             ex.outputs.append(dict(nbformat.v4.output_from_msg(msg)))
 
     def drain(self, seconds: float = 0.0) -> None:

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.kernel.agent import get_agent
-from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options
+from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options, wait_by_default
+from agentik_jupyter.notebook import page as frontend
 from agentik_jupyter.notebook.cells import CellAnchor, anchored, asking_cell_id
 from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets import TurnView
-from agentik_jupyter.widgets.publish import display_now, update_now
+from agentik_jupyter.widgets.cell_outputs import CellOutputs
+from agentik_jupyter.widgets.publish import can_stream, display_now, update_now
 from agentik_jupyter.widgets.shared import placeholder
 
 if TYPE_CHECKING:
@@ -55,13 +57,16 @@ def _display(view: TurnView) -> Any:
     return display_now(view._repr_mimebundle_(), raw=True, display_id=True)
 
 
-def start_cell_turn(shell: InteractiveShell, opts: TurnOptions, text: str) -> tuple[Any, asyncio.Task[Any]]:
-    """Show this cell's view and queue its turn (it runs after the turns queued before it)."""
+def start_cell_turn(
+    shell: InteractiveShell, opts: TurnOptions, text: str, outputs: CellOutputs | None = None
+) -> tuple[Any, asyncio.Task[Any]]:
+    """Show this cell's view and queue its turn (it runs after the turns queued before it);
+    `outputs`: the running cell's other outputs, watched (a `--wait` cell without our extension)."""
     text = scrub(text.rstrip())  # the view shows what the session sends
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
     if opts.wait:  # the cell runs until the end: the view shows itself once its answer is requested
-        view = TurnView(session, text, wait=True, show=_display)
+        view = TurnView(session, text, wait=True, show=_display, outputs=outputs)
     else:  # the cell returns now: the view must be in its output before it does
         handle: Any = None
         rewind_place: Any = None
@@ -105,11 +110,22 @@ async def run_cell_turn(shell: InteractiveShell, line: str, text: str) -> None:
     except OptionsError as exc:
         print(f"agentik: {exc}")
         return
-    view, task = start_cell_turn(shell, opts, text)
+    # Without our extension the answer streams as the cell's text output, which the end clears:
+    # what else the cell shows meanwhile is watched from here, to be shown again. Not in a batch
+    # run (AGENTIK_WAIT: nbclient, nbval, papermill): nbval ignores `clear_output` and would keep
+    # the streamed text as an output the saved notebook does not have; widgets it does not see.
+    outputs = CellOutputs() if not frontend.live_text() and can_stream() and not wait_by_default() else None
+    if outputs is not None:
+        outputs.start()
     try:
-        await asyncio.wait([task])
-    except asyncio.CancelledError:
-        # Jupyter's Interrupt cancels the awaiting cell: it stops this turn (Interrupt = Stop).
-        view.session.cancel(task)
-        await asyncio.wait([task])
-    view.finish()
+        view, task = start_cell_turn(shell, opts, text, outputs)
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            # Jupyter's Interrupt cancels the awaiting cell: it stops this turn (Interrupt = Stop).
+            view.session.cancel(task)
+            await asyncio.wait([task])
+        view.finish()
+    finally:
+        if outputs is not None:
+            outputs.stop()

@@ -26,6 +26,7 @@ from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.markdown import escape
+from agentik_jupyter.widgets.plain_stream import HOLD_S, PlainStream, Write
 from agentik_jupyter.widgets.shared import box, html
 from agentik_jupyter.widgets.status import is_failure, running_tool
 from agentik_jupyter.widgets.stream import StreamBuffer
@@ -63,9 +64,12 @@ class TurnBody:
         frame: tuple[Box, Sequence[Widget], Sequence[Widget]] | None = None,
         live: LiveText | None = None,
         agent_store: AgentStore | None = None,
+        plain: Write | None = None,
     ) -> None:
         """`live`: the LiveText that shows the question (append-only views): the answer streams
         into it, below the question, when nothing came between them (a tool card, reasoning).
+        `plain`: the answer goes out as the cell's text output through it (widgets/plain_stream.py)
+        instead of into widgets.
         `agent_store`: followed so that a tool card waiting for the user (an approval, a diff to
         decide) says so, not "running…", until `finish()`."""
         if frame is None:
@@ -78,10 +82,13 @@ class TurnBody:
         self.items: list[Widget] = []
         self.clock = clock
         self.cards: dict[str, ToolCard] = {}
-        self.streams: list[StreamBuffer] = []
+        self.streams: list[StreamBuffer | PlainStream] = []
         self.errors: list[str] = []
         self.reasoning: list[StreamBuffer] = []
-        self._stream: StreamBuffer | None = None
+        self._stream: StreamBuffer | PlainStream | None = None
+        self._plain = plain
+        self.plain_hold_s = HOLD_S
+        """How long a `plain` answer's first write waits (0 for text that came before the view)."""
         self._thinking: StreamBuffer | None = None
         self._live = live
         self._agent = agent_store
@@ -137,6 +144,11 @@ class TurnBody:
         self.add(html(error_html(message)))
 
     @property
+    def streamed_plain(self) -> bool:
+        """Whether some answer text went out as the cell's text output (`plain`)."""
+        return any(isinstance(s, PlainStream) and s.updates for s in self.streams)
+
+    @property
     def failed_tools(self) -> int:
         """Tool calls of this turn that failed (a denied call did not): its status line says so."""
         return sum(1 for card in self.cards.values() if card.result is not None and is_failure(card.result.error))
@@ -167,7 +179,12 @@ class TurnBody:
     def _sync(self) -> None:
         self.widget.children = (*self._before, *self.items, *self._after)
 
-    def _current_stream(self) -> StreamBuffer:
+    def _current_stream(self) -> StreamBuffer | PlainStream:
+        if self._stream is None and self._plain is not None:
+            self._stream = PlainStream(
+                self._plain, clock=self.clock, after=any(s.text for s in self.streams), hold_s=self.plain_hold_s
+            )
+            self.streams.append(self._stream)
         if self._stream is None:
             live, self._live = (self._live if not self.items and not self.streams else None), None
             self._stream = StreamBuffer(clock=self.clock, place=self.place, live=live)

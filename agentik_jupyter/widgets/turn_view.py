@@ -36,10 +36,12 @@ from agentik_jupyter.types import (
 )
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.body import TurnBody, question_html
+from agentik_jupyter.widgets.cell_outputs import CellOutputs
 from agentik_jupyter.widgets.live_status import LiveStatus
 from agentik_jupyter.widgets.live_text import LiveText
+from agentik_jupyter.widgets.plain_stream import HOLD_S
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
-from agentik_jupyter.widgets.publish import display_now, update_now
+from agentik_jupyter.widgets.publish import clear_outputs_at_next, display_now, publish_stream, update_now
 from agentik_jupyter.widgets.shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -112,9 +114,13 @@ class TurnView:
         show: Callable[[TurnView], Any] | None = None,
         rewind_at: Callable[[Widget], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        outputs: CellOutputs | None = None,
     ) -> None:
         """`rewind_at` shows the turn's Rewind control when the turn ends (by default: in the
-        view's place, for a `show` view, or below the transcript in the view's own box)."""
+        view's place, for a `show` view, or below the transcript in the view's own box).
+        `outputs`: a running cell's other outputs, watched: a `wait` view given them streams its
+        answer as the cell's text output (frontends without our extension) and, at the end,
+        clears the cell and shows them again above its transcript (widgets/plain_stream.py)."""
         self.session = session
         self.question = question
         self.wait = wait
@@ -122,6 +128,7 @@ class TurnView:
         self._display = display or _display_bundle
         self._show = show
         self._rewind_at = rewind_at
+        self._outputs = outputs
         self.rewind: TurnRewind | None = None
         self._built = False
         self._started_at: float | None = None
@@ -184,6 +191,8 @@ class TurnView:
             self.footer = box(HBox, (self.status.widget, self.stop_button))
             live = None
             self.header = html(question_html(self.question))
+        # A running `--wait` cell without our extension: the answer as the cell's text output.
+        plain = publish_stream if self._deferred and self._outputs is not None and not frontend.live_text() else None
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
         self.widget = root = box(VBox, (self.header, self.footer), layout_name="live", classes=LIVE_CLASSES)
         self.body = TurnBody(
@@ -191,14 +200,17 @@ class TurnView:
             frame=(root, (self.header,), (self.footer,)),
             live=live,
             agent_store=self.session.agent_store,
+            plain=plain,
         )
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
         if self.started:  # (the line opened showing it)
             self.body.handle(StartResponse())
+        self.body.plain_hold_s = 0.0  # (text that came before the view: the turn runs on, show it)
         for event in self._early:
             self.body.handle(event)
         self._early = []
+        self.body.plain_hold_s = HOLD_S
 
     def _build_later(self) -> None:
         try:
@@ -437,9 +449,18 @@ class TurnView:
         bundle = self._make_bundle()
         if not self._displayed:
             self._displayed = True
+            outputs, self._outputs = self._outputs, None
+            if outputs is not None:
+                outputs.stop()
+            cleared = self._built and self.body.streamed_plain and self._place is not None and outputs is not None
+            if cleared and outputs is not None:
+                # the answer's text output goes; the place (empty) and the cell's other outputs come back
+                clear_outputs_at_next()
+                outputs.replay(self._place.display_id, self._bundle(placeholder()))
             self._display(bundle)
             if self.widget is not None:
-                self.widget.layout = layout("hidden")
+                if not cleared:  # (a cleared view is no longer shown)
+                    self.widget.layout = layout("hidden")
                 retire(self.widget)
             self._add_rewind()
         return bundle

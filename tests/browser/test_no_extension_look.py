@@ -11,7 +11,8 @@ and styled from what the widget carries (widgets/look.py), checked on computed s
 2. a proposed edit (no extension: its diff in the tool card): the card's border, the diff's added
    and removed lines green and red, live and in the transcript;
 3. a failed tool and a failed turn: the error texts red, the tool card framed;
-4. every text of ours on screen has contrast ≥ 4.5:1 against what is behind it.
+4. every text of ours on screen has contrast ≥ 4.5:1 against what is behind it;
+5. a `--wait` turn streams its answer as the cell's text output, which its transcript replaces.
 
 In JupyterLab's light and dark themes. Screenshots in tests/artifacts/no_extension_<theme>_*.png.
 """
@@ -30,6 +31,7 @@ from tests.browser.test_browser import (  # noqa: E402  (skips the module when c
     Lab,
     browser_lab,
     lab_server,
+    watch,
     write_code_cells,
 )
 from tests.browser.test_contrast import AA, MEASURE, OURS, THEMES, theme_settings
@@ -46,8 +48,9 @@ SOURCES = [
     "%%agent\nWhat is the total? Run code.",
     "%%agent\nChange the rate to 2.",
     "%%agent\nLook at a variable that is not there.",
+    "%%agent --wait\nSummarise the rate.",
 ]
-CELL_LOAD, CELL_DATA, CELL_APPROVE, CELL_EDIT, CELL_ERROR = range(5)
+CELL_LOAD, CELL_DATA, CELL_APPROVE, CELL_EDIT, CELL_ERROR, CELL_WAIT = range(6)
 SLOW_ANSWER = " ".join(["The rate is 2 now."] * 30) + " END-EDIT"
 
 # Computed look of the first element matching `selector` inside `out` (null when there is none).
@@ -204,3 +207,28 @@ def test_4_every_text_of_ours_is_legible(lab: Lab) -> None:
     assert len(found) >= 10, found  # the cards, questions, answers and status lines measured
     low = [f for f in found if f["ratio"] < AA]
     assert not low, json.dumps(low, indent=1)
+
+
+STREAMED = " ".join(f"Rate point {i} is **{i}**." for i in range(40)) + " END-WAIT"
+STDOUT = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']"
+
+
+def test_5_a_waiting_turn_streams_its_answer_as_text_then_shows_it_rendered(lab: Lab) -> None:
+    lab.srv.push(Reply.text(STREAMED, chunks=40, first_byte_after=0.5))
+    lab.srv.pace = 8.0  # chunks a second: ~5 s of answer
+    streamed = watch(lab, CELL_WAIT, STDOUT)
+    try:
+        run_cell(lab, CELL_WAIT)
+        seen = [t for t in streamed.seen() if t]
+    finally:
+        streamed.stop()
+        lab.srv.pace = 0.0
+    out = lab.output(CELL_WAIT)
+    lab.wait(lambda: "END-WAIT" in lab.text(out.locator(".agentik-transcript")), 60, "the transcript")
+    assert len(seen) >= 3, seen  # the answer grew on screen, as it came
+    assert all(STREAMED.startswith(t.strip()) for t in seen), seen  # the model's text, piece after piece
+    assert "END-WAIT" not in seen[0]
+    assert out.locator(STDOUT).count() == 0  # the streamed text went; the transcript shows the answer
+    assert out.locator(".agentik-transcript strong", has_text="39").count() == 1  # rendered
+    assert "Error" not in lab.text(out)
+    shot(lab, "wait_transcript", at=out)

@@ -442,6 +442,11 @@ def _widget_values(kernel: RawKernel, since: int = 0) -> list[str]:
     ]
 
 
+def _stream_texts(kernel: RawKernel, since: int = 0) -> list[str]:
+    """Every stream output's text the kernel sent (a `--wait` answer without our extension)."""
+    return [str(m["content"]["text"]) for m in kernel.iopub[since:] if m["msg_type"] == "stream"]
+
+
 def test_stop_button_comm_message_ends_the_turn_within_a_second(tmp_path: Path) -> None:
     db_path = tmp_path / "stop.agentik.db"
     s = f"{AGENT_EXPR}.session"
@@ -508,9 +513,10 @@ def test_stop_button_comm_message_ends_the_turn_within_a_second(tmp_path: Path) 
             server.push(Reply.text(LONG_ANSWER))
             seen = len(kernel.iopub)
             msg_id = kernel.submit("%%agent --wait\nAnother long essay.")
-            # The cell is busy (no polling by execute now): watch the view's updates instead.
+            # The cell is busy (no polling by execute now): watch what it shows instead (this client
+            # has no extension of ours: a `--wait` answer streams as the cell's text output).
             wait_for(
-                lambda: kernel.drain(0.05) or any("word3" in v for v in _widget_values(kernel, seen)),
+                lambda: kernel.drain(0.05) or any("word3" in v for v in _stream_texts(kernel, seen)),
                 timeout=15,
                 what="the answer to stream",
             )
