@@ -197,8 +197,8 @@ def themed_lab(tmp: Path, theme: str) -> Iterator[Lab]:
         theme_settings(home, theme)
         with browser_lab(srv, server, artifact=name, height=1400) as lab:
             lab.app = "jupyterlab"  # type: ignore[attr-defined]
-            lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
-            lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+            lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=60_000)
+            lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
             yield lab
 
 
