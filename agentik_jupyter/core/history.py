@@ -47,11 +47,12 @@ def entries_to_messages(entries: list[AuditEntry], running_turn: str | None = No
 
 
 def records_to_messages(records: list[PersistedMessage]) -> list[ChatMessage]:
-    """Audit rows -> transcript for the panel: errors of failed turns included."""
+    """Audit rows -> transcript for the panel: errors of failed turns included. A question is the
+    one the live transcript held (`UserMessage.chat_message`); its context note is never drawn."""
     out: list[ChatMessage] = []
     for r in records:
         if isinstance(r, UserMessage):
-            out.append(ChatMessage(id=r.id, role="user", content=r.content, images=r.images, timestamp=r.timestamp))
+            out.append(r.chat_message())
         elif isinstance(r, AssistantMessage):
             out.append(
                 ChatMessage(

@@ -1,10 +1,11 @@
-"""One conversation: send a turn, stop it, record it, resume it.
+"""One conversation: send a turn, record it, resume it.
 
 The session owns the stores the widgets observe and the orchestrator that
 drives them, and writes every turn through to the SQLite file: the audit log as
 things happen; working memory gets the question when a turn starts and the answer when it
 completes. A resumed transcript is the latest page of the audit log; `load_older` puts the
-page before it in front.
+page before it in front. Its turns line up and stop in turn_queue.py; a long session's budget
+and usage are long_session.py's.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import Any
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
 from agentik_jupyter.core.long_session import LongSession
-from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, StopFlag, Transport, TurnOutcome
+from agentik_jupyter.core.orchestrator import Approver, EventListener, Orchestrator, Transport, TurnOutcome
 from agentik_jupyter.core.prompt import context_note
 from agentik_jupyter.core.question_images import admit_images, merged
 from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.core.turn_queue import TurnQueue
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.ids import check_session_id
 from agentik_jupyter.persistence import (
@@ -56,12 +58,11 @@ Expander = Callable[[str], Awaitable["str | Question"]]
 
 ESTIMATE_MARGIN = 0.95
 """The share of the budget planned for: the estimate is within a few percent of what each wire format sends."""
-DEQUEUED = "Removed from the queue before it started."
 EMPTY_INPUT = "Empty message: write your question in the cell body, below %%agent."
 DELETED = "The session {id} was deleted; this turn starts a new session."
 
 
-class Session(LongSession):
+class Session(TurnQueue, LongSession):
     """A conversation bound to stores, an orchestrator and (unless temporary) a DB."""
 
     def __init__(
@@ -75,9 +76,9 @@ class Session(LongSession):
         approver: Approver | None = None,
         model: str | None = None,
     ) -> None:
+        super().__init__()  # the turn queue, its lock and the running turn's StopFlag
         self.chat_store = ChatStore()
         self.agent_store = AgentStore()
-        self._stop = StopFlag()  # the running turn's, shared with the orchestrator (and a tool's SIGINT)
         self.orchestrator = Orchestrator(
             transport,
             registry,
@@ -105,12 +106,7 @@ class Session(LongSession):
         self._notice: str | None = None  # a compaction's one line, shown in the next turn
         self._compaction_usage: Usage | None = None  # the summary request's tokens, added to the turn's
         self._key = new_id("tmp_")  # a temporary session's cache key
-        self._task: asyncio.Task[TurnOutcome] | None = None
-        self._waiting: list[asyncio.Task[TurnOutcome]] = []
-        self._dequeued: set[asyncio.Future[Any]] = set()
-        self._queue_listeners: list[Callable[[], None]] = []
         self._schema_tokens: tuple[tuple[Any, ...], int] | None = None  # the tools last counted, their tokens
-        self._lock = asyncio.Lock()
         self._turn_id: str | None = None
         self._audit = WriteThrough(lambda: (self.db, self.conversation_id, self._turn_id))
         self.older_before: int | None = None  # the audit seq older history is before (None: all shown)
@@ -149,35 +145,9 @@ class Session(LongSession):
         self.chat_store.set_messages([*older, *self.chat_store.messages])
         return len(older)
 
-    @property
-    def busy(self) -> bool:
-        """A turn is running (queued ones are counted by `queued`)."""
-        return self._task is not None and not self._task.done()
-
-    @property
-    def queued(self) -> int:
-        return len(self._waiting)
-
-    @property
-    def turns(self) -> tuple[asyncio.Task[Any], ...]:
-        """The running turn's task (if any), then the queued ones', in order."""
-        running = (self._task,) if self._task is not None and not self._task.done() else ()
-        return (*running, *self._waiting)
-
-    def ahead_of(self, task: asyncio.Future[Any]) -> int | None:
-        """How many turns run before `task` (None once it has started or left the queue)."""
-        if task not in self._waiting:
-            return None
-        return self._waiting.index(task) + (1 if self.busy else 0)
-
     def tool_holds_loop(self, name: str) -> bool:
         """Whether the tool called `name` may hold the kernel's loop while it runs."""
         return holds_loop(self.orchestrator.registry.get(name))
-
-    def on_queue(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call `listener()` whenever a turn joins, leaves or starts from the queue."""
-        self._queue_listeners.append(listener)
-        return lambda: self._queue_listeners.remove(listener) if listener in self._queue_listeners else None
 
     def start_turn(
         self,
@@ -198,12 +168,7 @@ class Session(LongSession):
         resuming), so a Stop or an error there ends this turn like any other. `images`
         (fitted to the budget: tools/vision.fit_image) go with the question.
         """
-        task = asyncio.get_running_loop().create_task(
-            self._queued(text, context, model, prepare, on_start, cell_id, expand, images)
-        )
-        self._waiting.append(task)
-        self._queue_changed()
-        return task
+        return self._enqueue(lambda: self._ask(text, context, model, prepare, cell_id, expand, images), on_start)
 
     async def send(
         self,
@@ -216,89 +181,27 @@ class Session(LongSession):
         """Run a turn to its end (a Stop ends it early with reason "interrupted")."""
         return await self.start_turn(text, context, model=model, prepare=prepare)
 
-    def stop(self) -> bool:
-        """Cancel the running turn; True if there was one. Queued turns still run."""
-        if not self.busy or self._task is None:
-            return False
-        self._stop.set()
-        self._task.cancel()
-        return True
-
-    def request_stop(self) -> None:
-        """Mark the running turn as stopped without cancelling it yet (safe in a signal
-        handler): it ends before its next model call or tool."""
-        if self.busy:
-            self._stop.set()
-
-    def stop_all(self) -> int:
-        """Empty the queue and stop the running turn; how many turns were stopped."""
-        count = sum(1 for task in list(self._waiting) if self.cancel(task))
-        return count + (1 if self.stop() else 0)
-
-    def cancel(self, task: asyncio.Future[Any]) -> bool:
-        """Stop this turn: remove it from the queue, or stop it if it is the running one."""
-        if task is self._task:
-            return self.stop()
-        if task not in self._waiting:
-            return False
-        self._waiting.remove(task)
-        self._dequeued.add(task)
-        task.cancel()
-        self._queue_changed()
-        return True
-
-    def _queue_changed(self) -> None:
-        for listener in list(self._queue_listeners):
-            try:
-                listener()
-            except Exception:
-                log.exception("queue listener failed")
-
-    async def _queued(
+    async def _ask(
         self,
         text: str,
         context: AgentContext | None,
         model: str | None,
         prepare: Callable[[], Awaitable[None]] | None,
-        on_start: Callable[[], None] | None,
         cell_id: str | None,
-        expand: Expander | None = None,
-        images: list[ImagePart] | None = None,
+        expand: Expander | None,
+        images: list[ImagePart] | None,
     ) -> TurnOutcome:
-        me = asyncio.current_task()
-        try:
-            await self._lock.acquire()
-        except asyncio.CancelledError:
-            if me in self._waiting:
-                self._waiting.remove(me)
-                self._queue_changed()
-            if me not in self._dequeued:
-                raise
-            self._dequeued.discard(me)
-            if me is not None:
-                me.uncancel()
-            return TurnOutcome(reason="interrupted", error=DEQUEUED, error_code="dequeued")
-        try:
-            if me in self._waiting:
-                self._waiting.remove(me)
-            self._task, self._stop.requested = me, False
-            self._queue_changed()
-            if on_start is not None:
-                on_start()
-            if context is None and self.context_provider is not None:
-                context = self.context_provider()
-            if context is not None and cell_id is not None:
-                context = context.model_copy(update={"cell_id": cell_id})
-            question = Question(text=text, images=images or [])
-            expand = expand or self.expander
-            if expand is not None:  # e.g. @mentions of variables, read when the turn starts
-                question = merged(question, await expand(text))
-            question.text = scrub(question.text)  # a pasted key never leaves
-            return await self._turn(question, context, model, prepare)
-        finally:
-            self._task = None
-            self._lock.release()
-            self._queue_changed()
+        """The turn, once its time has come: the question as the model gets it, then the turn."""
+        if context is None and self.context_provider is not None:
+            context = self.context_provider()
+        if context is not None and cell_id is not None:
+            context = context.model_copy(update={"cell_id": cell_id})
+        question = Question(text=text, images=images or [])
+        expand = expand or self.expander
+        if expand is not None:  # e.g. @mentions of variables, read when the turn starts
+            question = merged(question, await expand(text))
+        question.text = scrub(question.text)  # a pasted key never leaves
+        return await self._turn(question, context, model, prepare)
 
     # ---- conversations ----
 

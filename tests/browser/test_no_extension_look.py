@@ -26,20 +26,13 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.browser.test_browser import (  # noqa: E402  (skips the module when chromium is missing)
-    ARTIFACTS,
-    Lab,
-    browser_lab,
-    lab_server,
-    watch,
-    write_code_cells,
-)
-from tests.browser.test_contrast import AA, MEASURE, OURS, THEMES, theme_settings
+from tests.browser.test_browser import Lab, watch  # noqa: E402  (skips the module when chromium is missing)
 from tests.browser.test_notebook import run_cell
+from tests.browser_themes import AA, THEMES, measure, themed_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "no_extension.ipynb"
 SOURCES = [
@@ -71,28 +64,9 @@ LOOK = """(out, selector) => {
 @pytest.fixture(scope="module", params=list(THEMES))
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("no-extension")
-    root, home = tmp / "root", tmp / "home"
-    root.mkdir()
-    write_code_cells(root / NOTEBOOK, SOURCES)
-    page_config = home / "config" / "labconfig" / "page_config.json"  # what `jupyter labextension disable` writes
-    page_config.parent.mkdir(parents=True)
-    page_config.write_text(json.dumps({"disabledExtensions": {"agentik-jupyter": True}}))
-    with (
-        FakeLLMServer() as srv,
-        lab_server(
-            root,
-            home,
-            srv,
-            artifact="no-extension",
-            AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
-            AGENTIK_APPROVAL_TIMEOUT="120",
-        ) as server,
-        browser_lab(srv, server, artifact="no-extension", height=1300) as lab,
-    ):
-        theme_settings(home, request.param)
-        lab.theme = request.param  # type: ignore[attr-defined]  (screenshot names)
-        lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
-        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
+    with themed_lab(
+        tmp, request.param, NOTEBOOK, SOURCES, artifact="no-extension", height=1300, extension=False
+    ) as lab:
         yield lab
 
 
@@ -116,8 +90,6 @@ def reddish(rgb: list[float]) -> bool:
 
 
 def test_0_the_extension_is_off(lab: Lab) -> None:
-    dark = lab.page.evaluate("() => document.body.dataset.jpThemeLight") == "false"
-    assert dark == (lab.theme == "dark"), "the page is not in the theme asked for"  # type: ignore[attr-defined]
     run_cell(lab, CELL_LOAD)
     assert lab.page.locator('.jp-SideBar [data-id="agentik-sessions"]').count() == 0  # (its sidebar is ours)
     run_cell(lab, CELL_DATA)
@@ -200,9 +172,7 @@ def test_3_errors_are_red(lab: Lab) -> None:
 
 
 def test_4_every_text_of_ours_is_legible(lab: Lab) -> None:
-    found = list(lab.page.evaluate(MEASURE, OURS))
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / f"no_extension_{lab.theme}_contrast.json").write_text(json.dumps(found, indent=1))  # type: ignore[attr-defined]
+    found = measure(lab, f"no_extension_{lab.theme}_contrast")  # type: ignore[attr-defined]
     shot(lab, "whole", at=lab.cell(CELL_EDIT))
     assert len(found) >= 10, found  # the cards, questions, answers and status lines measured
     low = [f for f in found if f["ratio"] < AA]

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_contrast import CELL_SAVED, themed_lab  # noqa: E402  (skips without chromium)
+from tests.browser.test_contrast import CELL_SAVED, contrast_lab  # noqa: E402  (skips without chromium)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 
 def test_a_saved_rejected_edit_is_marked_rejected(tmp_path: Path) -> None:
-    with themed_lab(tmp_path, "light") as lab:
+    with contrast_lab(tmp_path, "light") as lab:
         transcript = lab.cell(CELL_SAVED).locator(".jp-AgentikTranscript").first
-        transcript.wait_for(timeout=30_000)
+        # The renderer's node is on the page before its entries (Markdown renders asynchronously),
+        # and its status line is drawn after them: the user reads the cards once it shows.
+        lab.wait(lambda: transcript.locator(":scope > .agentik-status").count() == 1, 120, "the saved transcript")
         titles = [lab.text(s) for s in transcript.locator("details.agentik-tool > summary").all()]
         assert len(titles) == 2, titles
         accepted, rejected = titles

@@ -20,6 +20,7 @@ from agentik_jupyter.notebook.mentions import suggest_names
 from agentik_jupyter.persistence import AsyncSessionDB
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import AgentContext, VariableSummary
 from agentik_jupyter.widgets import ChatPanel
 from tests.core.test_history import write_long_session
 from tests.widgets.test_views import html_of
@@ -51,6 +52,27 @@ async def test_show_older_puts_the_previous_page_on_top_once(tmp_path: Path) -> 
     assert len(panel._cards) == 50 and all(card.result is not None for card in panel._cards.values())
     assert "did not finish" not in text  # no turn cut in two
     assert panel.older_button.layout.display == "none" and not panel.older_button.disabled
+    await db.aclose()
+
+
+async def test_a_resumed_question_is_the_live_one_and_its_context_note_is_not_shown(tmp_path: Path) -> None:
+    """The question the panel shows after a resume is the one it held live (the same message,
+    note included, from one builder); the note says where it was asked, for the model only."""
+    path = tmp_path / "note.agentik.db"
+    db = await AsyncSessionDB.open(path)
+    live = Session(ScriptedTransport([Step.say("Forty-two.")]), ToolRegistry(), db=db)
+    live_panel = ChatPanel(live)
+    context = AgentContext(cell_id="cell-7", variables=[VariableSummary(name="sales_df", type="DataFrame")])
+    await live.send("How many rows?", context)
+    asked = next(m for m in live.chat_store.messages if m.role == "user")
+    assert asked.context_note and "sales_df" in asked.context_note
+    await db.aclose()
+    panel, session, db = await resumed_panel(path)
+    again = next(m for m in session.chat_store.messages if m.role == "user")
+    assert again == asked
+    for shown in (html_of(live_panel.history), html_of(panel.history)):
+        assert "How many rows?" in shown and "Forty-two." in shown
+        assert "sales_df" not in shown and "cell-7" not in shown and "context" not in shown.lower()
     await db.aclose()
 
 
