@@ -1,0 +1,174 @@
+/**
+ * A finished turn's Rewind, drawn from a plain output (agentik_jupyter/widgets/rewind_output.py).
+ *
+ * A widget's model lives in its kernel: after a restart, or when the notebook is opened again
+ * later, JupyterLab draws "Error displaying widget: model not found" under every cell that saved
+ * one. So once this extension answered the kernel's handshake with `rewind: 1` (livetext.ts), the
+ * kernel leaves a finished turn's Rewind as `application/vnd.agentik.rewind+json` (the session's
+ * id and the turn's question's message id, with an empty text/plain), and this renderer draws it.
+ * It reaches the kernel over the `agentik.control` comm (control.ts): `rewind_state` when drawn,
+ * `rewind_preview` on Rewind, `rewind` on "Rewind now"; the kernel does the work with the widget
+ * control's code (kernel/rewind_requests.py). A turn the kernel does not know (a new kernel, a
+ * kernel without agentik, another session, no answer) shows nothing; a rewound turn, or one whose
+ * checkpoint was released, one quiet line. The renderer is added to each notebook's own rendermime:
+ * it needs that notebook's kernel.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMime } from '@jupyterlab/rendermime';
+import { Widget } from '@lumino/widgets';
+
+import { askKernel, ControlRequest, IControlAnswer, isSessionId } from './control';
+import { el } from './renderer';
+
+export const REWIND_MIME = 'application/vnd.agentik.rewind+json';
+/** A rewind may wait for the user's answer on a cell they changed since (a diff to accept). */
+const REWIND_ANSWER_MS = 600_000;
+const BUTTON = 'jp-Button jp-mod-styled';
+
+/** The renderers drawn in each notebook: after a rewind, the turns after it are rewound too. */
+const drawn = new WeakMap<NotebookPanel, Set<RewindRenderer>>();
+
+class RewindRenderer extends Widget implements IRenderMime.IRenderer {
+  private ids: { session: string; turn: string } | null = null;
+  private busy = false;
+
+  constructor(private readonly panel: NotebookPanel) {
+    super();
+    this.addClass('agentik-turn-rewind');
+    let mine = drawn.get(panel);
+    if (!mine) {
+      drawn.set(panel, (mine = new Set()));
+      panel.sessionContext.statusChanged.connect((_, status) => {
+        if (status === 'restarting' || status === 'dead') {
+          drawn.get(panel)?.forEach(renderer => renderer.show());  // (the kernel's turns are gone)
+        }
+      });
+    }
+    mine.add(this);
+  }
+
+  dispose(): void {
+    drawn.get(this.panel)?.delete(this);
+    super.dispose();
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const data = (model.data[REWIND_MIME] ?? {}) as Record<string, unknown>;
+    this.ids = isSessionId(data.session) && isSessionId(data.turn) ? { session: data.session, turn: data.turn } : null;
+    this.show();
+    if (this.ids) {
+      void this.panel.sessionContext.ready.then(() => this.refresh());
+    }
+  }
+
+  /** Ask the kernel what this turn's state is now, and draw it. */
+  async refresh(): Promise<void> {
+    if (!this.busy) {
+      this.draw(await this.ask('rewind_state'));
+    }
+  }
+
+  private async ask(action: 'rewind_state' | 'rewind_preview' | 'rewind'): Promise<IControlAnswer | null> {
+    const kernel = this.panel.sessionContext.session?.kernel;
+    if (!this.ids || !kernel) {
+      return null;
+    }
+    const request = { action, ...this.ids } as ControlRequest;
+    try {
+      return await askKernel(kernel, request, action === 'rewind' ? REWIND_ANSWER_MS : 15_000);
+    } catch {
+      return null; // (no agentik in that kernel, or no answer: nothing to offer)
+    }
+  }
+
+  /** What the kernel said: the button, a quiet line, or nothing. `above` goes first (an outcome). */
+  private draw(answer: IControlAnswer | null, above: Node[] = []): void {
+    if (!answer) {
+      this.show(...above);
+    } else if (!answer.ok) {
+      this.show(...above, el('div', 'agentik-rewind-note', answer.error ?? ''), this.button());
+    } else if (answer.state === 'ready') {
+      this.show(...above, this.button());
+    } else if (answer.state === 'rewound' || answer.state === 'released') {
+      this.show(...above, el('em', 'agentik-rewind-note', answer.note ?? ''));
+    } else {
+      this.show(...above);
+    }
+  }
+
+  show(...nodes: Node[]): void {
+    this.node.replaceChildren(...nodes);
+    this.node.style.display = nodes.length ? '' : 'none';
+  }
+
+  private button(): HTMLElement {
+    const rewind = this.action('Rewind', '', () => this.preview());
+    rewind.title = 'Take this turn back, and the turns after it (shows what it would do, asks first)';
+    return rewind;
+  }
+
+  private action(label: string, kind: string, then: () => Promise<void>): HTMLButtonElement {
+    const button = el('button', `${BUTTON} ${kind}`.trim(), label) as HTMLButtonElement;
+    button.type = 'button';
+    button.addEventListener('click', () => {
+      if (this.busy) {
+        return;
+      }
+      this.busy = true;
+      this.node.querySelectorAll('button').forEach(b => ((b as HTMLButtonElement).disabled = true));
+      void then().finally(() => (this.busy = false));
+    });
+    return button;
+  }
+
+  private async preview(): Promise<void> {
+    const answer = await this.ask('rewind_preview');
+    if (!answer?.ok || !answer.lines?.length) {
+      this.draw(answer);
+      return;
+    }
+    const now = this.action('Rewind now', 'jp-mod-reject', () => this.rewind());
+    const cancel = this.action('Cancel', '', async () => this.draw({ ok: true, state: 'ready' }));
+    const choices = el('div', 'agentik-rewind-choices');
+    choices.append(now, cancel);
+    this.show(lines(answer.lines), choices);
+  }
+
+  private async rewind(): Promise<void> {
+    this.show(el('em', '', 'Rewinding\u2026'));
+    const answer = await this.ask('rewind');
+    if (answer?.ok && answer.lines?.length) {
+      this.draw(answer, [lines(answer.lines)]);
+      drawn.get(this.panel)?.forEach(other => other !== this && void other.refresh());
+    } else {
+      this.draw(answer ?? { ok: false, error: 'Nothing rewound: the kernel did not answer.' });
+    }
+  }
+}
+
+/** A preview or a printout: its first line in bold, the facts below it. */
+function lines(text: string[]): HTMLElement {
+  const box = el('div', 'agentik-rewind');
+  const list = el('ul');
+  text.slice(1).forEach(line => list.appendChild(el('li', '', line)));
+  box.append(el('b', '', text[0]), list);
+  return box;
+}
+
+export const rewindPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'agentik-jupyter:rewind',
+  description: "Draws a finished agent turn's Rewind from a plain output, so a saved notebook holds no widget for it.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => {
+    const add = (panel: NotebookPanel): void => {
+      panel.content.rendermime.addFactory(
+        { safe: true, mimeTypes: [REWIND_MIME], defaultRank: 40, createRenderer: () => new RewindRenderer(panel) },
+        40
+      );
+    };
+    notebooks.widgetAdded.connect((_, panel) => add(panel));
+    notebooks.forEach(add);
+  }
+};
