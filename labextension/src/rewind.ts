@@ -22,8 +22,12 @@ import { askKernel, ControlRequest, IControlAnswer, isSessionId } from './contro
 import { el } from './renderer';
 
 export const REWIND_MIME = 'application/vnd.agentik.rewind+json';
-/** A rewind may wait for the user's answer on a cell they changed since (a diff to accept). */
-const REWIND_ANSWER_MS = 600_000;
+/**
+ * How long an answer may take: a rewind may wait for the user's answer on a cell they changed since
+ * (a diff to accept), and a kernel running a long cell answers once it is done (until then the turn
+ * shows nothing, then its button).
+ */
+const ANSWER_MS = 600_000;
 const BUTTON = 'jp-Button jp-mod-styled';
 
 /** The renderers drawn in each notebook: after a rewind, the turns after it are rewound too. */
@@ -76,7 +80,7 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
     }
     const request = { action, ...this.ids } as ControlRequest;
     try {
-      return await askKernel(kernel, request, action === 'rewind' ? REWIND_ANSWER_MS : 15_000);
+      return await askKernel(kernel, request, ANSWER_MS);
     } catch {
       return null; // (no agentik in that kernel, or no answer: nothing to offer)
     }
