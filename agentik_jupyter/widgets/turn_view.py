@@ -133,7 +133,7 @@ class TurnView:
         self._show = show
         self._rewind_at = rewind_at
         self.rewind: TurnRewind | None = None
-        self._rewound_out = False  # the Rewind output (rewind_output.py) was shown
+        self._rewind_shown = False  # the Rewind output (rewind_output.py) was shown
         self._built = False
         self._started_at: float | None = None
         self.output: Output | None = None
@@ -437,9 +437,9 @@ class TurnView:
     def _add_rewind_output(self) -> None:
         """The Rewind our extension draws, below the transcript (once). A turn without one (never
         started, never saved) leaves its place empty: no widget in it."""
-        if self._rewound_out:
+        if self._rewind_shown:
             return
-        self._rewound_out = True
+        self._rewind_shown = True
         saved = self.started and not getattr(self.session, "temporary", False)
         conversation = getattr(self.session, "conversation_id", None) if saved else None
         bundle = rewind_bundle(conversation, self._user_id)

@@ -112,6 +112,25 @@ def test_a_turn_ends_with_a_rewind_output_and_no_widget(tmp_path: Path, wait: bo
             kernel.close()
 
 
+def test_a_temporary_turn_leaves_no_widget_and_no_rewind(tmp_path: Path) -> None:
+    """A `--temp` turn can't be rewound: its `--wait` view's place ends holding nothing."""
+    with FakeLLMServer() as llm:
+        llm.push(Reply.text("Hello."))
+        kernel = RawKernel(kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "t.db")), tmp_path)
+        try:
+            kernel.text("%load_ext agentik_jupyter")
+            answer_hello(kernel, {"rewind": 1})
+            kernel.wait_until("__import__('agentik_jupyter.notebook.page').notebook.page.rewind_output()")
+            ex = kernel.execute("%%agent --wait --temp\nHi.")
+            assert ex.ok
+            kernel.drain(0.2)
+            outputs = final_outputs(kernel, ex.messages[0]["parent_header"]["msg_id"])
+            assert not [o for o in outputs if WIDGET_VIEW in o], outputs
+            assert [o for o in outputs if TRANSCRIPT_MIME in o] and not [o for o in outputs if o.get(REWIND_MIME)]
+        finally:
+            kernel.close()
+
+
 def test_a_new_kernel_says_a_saved_turn_is_elsewhere_and_creates_no_agent(tmp_path: Path) -> None:
     with FakeLLMServer() as llm:
         kernel = RawKernel(kernel_env(llm, AGENTIK_DB_PATH=str(tmp_path / "n.db")), tmp_path)
