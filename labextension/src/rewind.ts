@@ -128,8 +128,12 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
 
   private async preview(): Promise<void> {
     const answer = await this.ask('rewind_preview');
+    if (answer?.ok && answer.state !== 'ready' && answer.note) {
+      this.show(el('em', 'agentik-rewind-note', answer.note)); // (asked: even "resume its session to rewind it")
+      return;
+    }
     if (!answer?.ok || !answer.lines?.length) {
-      this.draw(answer);
+      this.draw(answer ?? { ok: false, error: 'Nothing rewound: the kernel did not answer.' });
       return;
     }
     const now = this.action('Rewind now', 'jp-mod-reject', () => this.rewind());

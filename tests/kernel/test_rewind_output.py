@@ -14,7 +14,7 @@ import pytest
 from agentik_jupyter.testing import FakeLLMServer, Reply
 from agentik_jupyter.widgets.rewind_output import REWIND_MIME
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME
-from agentik_jupyter.widgets.turn_rewind import REWOUND_NOTE
+from agentik_jupyter.widgets.turn_rewind import ELSEWHERE_NOTE, REWOUND_NOTE
 from tests.kernel.test_control_fix import answer, open_control
 from tests.kernel_support import RawKernel, kernel_env, wait_for
 
@@ -106,6 +106,8 @@ def test_a_turn_ends_with_a_rewind_output_and_no_widget(tmp_path: Path, wait: bo
             assert again == {"ok": False, "error": "Nothing rewound: ask for the preview again."}
             other = ask(kernel, {"action": "rewind_state", "session": "elsewhere", "turn": first["turn"]})
             assert other["state"] == "elsewhere"
+            asked = ask(kernel, {"action": "rewind_preview", "session": "elsewhere", "turn": first["turn"]})
+            assert asked["state"] == "elsewhere" and asked["note"] == ELSEWHERE_NOTE and "lines" not in asked
             bad = ask(kernel, {"action": "rewind_preview", "session": "x\ny", "turn": first["turn"]})
             assert bad == {"ok": False, "error": "That is not a turn of a session."}
         finally:
