@@ -13,8 +13,8 @@ and closes it. Actions:
   starts, without a cell in the user's notebook to run it in: the turn's view is displayed with
   this comm's open message as its parent, and the extension shows the messages of that parent
   under the failed cell (not saved with the notebook; the session keeps the turn);
-- `rewind_state`, `rewind_preview`, `rewind` `{"session", "turn"}`: a finished turn's Rewind as
-  the extension draws it (kernel/rewind_requests.py).
+- `rewind_state`, `rewind_preview`, `rewind` `{"session", "turn"}`, `rewind_states` `{"turns"}`:
+  a finished turn's Rewind as the extension draws it (kernel/rewind_requests.py).
 
 A kernel without the extension loaded has no such target: ipykernel closes the comm unanswered,
 which the sidebar reads as "load the extension". The target is registered at `%load_ext`.
@@ -102,6 +102,7 @@ ACTIONS: dict[str, Action] = {
     "active": _active,
     "fix": _fix,
     "rewind_state": _rewind,
+    "rewind_states": _rewind,
     "rewind_preview": _rewind,
     "rewind": _rewind,
 }

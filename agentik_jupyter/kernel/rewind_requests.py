@@ -7,6 +7,9 @@ control.py), with `{"action", "session", "turn"}`:
 - `rewind_state`: `{"state", "note"}`: "ready" (it can be rewound), "rewound", "released" (its
   checkpoint was), or "elsewhere" (not in the kernel's current session; after a restart, before
   any turn, nothing is: the renderer then shows nothing);
+- `rewind_states` `{"turns": [{"session", "turn"}, ...]}`: `{"states": [...]}`, the same for many
+  turns in one request and one read (the renderers of a notebook when it opens, and after each cell
+  run, so they follow `%agent rewind` and checkpoints released by later turns);
 - `rewind_preview`: what rewinding back to before that turn would do, `{"lines", "state"}` (the
   first line is the heading), or the state and its note when it can no longer be rewound;
 - `rewind`: do the rewind last previewed for that turn; `{"lines"}` says what it did.
@@ -24,6 +27,7 @@ from agentik_jupyter.ids import is_session_id
 from agentik_jupyter.kernel.agent import peek_agent
 from agentik_jupyter.notebook.revert import plan as plan_rewind
 from agentik_jupyter.notebook.revert import rewind as apply_rewind
+from agentik_jupyter.persistence import TurnRow
 from agentik_jupyter.widgets.turn_rewind import (
     REWOUND_NOTE,
     controls_of,
@@ -36,6 +40,8 @@ from agentik_jupyter.widgets.turn_rewind import (
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+MAX_TURNS = 1000
+"""The most turns one `rewind_states` asks about."""
 _previewed: dict[str, RewindPlan] = {}
 """The plan each turn's last preview showed (by its question's message id): "Rewind now" does it."""
 
@@ -52,8 +58,8 @@ def _session(shell: InteractiveShell, data: dict[str, Any]) -> tuple[Any, str] |
     return session, turn
 
 
-async def _state(session: Any, turn: str) -> dict[str, Any]:
-    row = (await turn_rows(session)).get(turn)
+async def _state(session: Any, turn: str, rows: dict[str, TurnRow] | None = None) -> dict[str, Any]:
+    row = (rows if rows is not None else await turn_rows(session)).get(turn)
     released = released_why(session, row)
     note = note_for(row, released)
     state = "ready" if note is None else "elsewhere" if row is None else "rewound" if row.rewound else "released"
@@ -65,6 +71,24 @@ async def rewind_state(shell: InteractiveShell, data: dict[str, Any]) -> dict[st
     if isinstance(found, dict):
         return found
     return await _state(*found)
+
+
+async def rewind_states(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
+    asked = data.get("turns")
+    if not isinstance(asked, list) or len(asked) > MAX_TURNS or not all(isinstance(t, dict) for t in asked):
+        return {"ok": False, "error": f"turns: a list of at most {MAX_TURNS} turns"}
+    rows: dict[Any, dict[str, TurnRow]] = {}
+    states = []
+    for one in asked:
+        found = _session(shell, one)
+        if isinstance(found, dict):
+            states.append(found)
+            continue
+        session, turn = found
+        if id(session) not in rows:
+            rows[id(session)] = await turn_rows(session)
+        states.append(await _state(session, turn, rows[id(session)]))
+    return {"ok": True, "states": states}
 
 
 async def rewind_preview(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
@@ -99,4 +123,9 @@ async def rewind(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any
     return {"ok": True, "state": "rewound", "note": REWOUND_NOTE, "lines": done.lines(done=True)}
 
 
-ACTIONS = {"rewind_state": rewind_state, "rewind_preview": rewind_preview, "rewind": rewind}
+ACTIONS = {
+    "rewind_state": rewind_state,
+    "rewind_states": rewind_states,
+    "rewind_preview": rewind_preview,
+    "rewind": rewind,
+}

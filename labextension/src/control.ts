@@ -76,7 +76,8 @@ export type ControlRequest =
   | { action: 'resume'; id: string }
   | { action: 'active' }
   | { action: 'fix'; cell_id: string }
-  | { action: 'rewind_state' | 'rewind_preview' | 'rewind'; session: string; turn: string };
+  | { action: 'rewind_state' | 'rewind_preview' | 'rewind'; session: string; turn: string }
+  | { action: 'rewind_states'; turns: { session: string; turn: string }[] };
 
 export interface IControlAnswer {
   ok: boolean;
@@ -88,6 +89,8 @@ export interface IControlAnswer {
   state?: string;
   note?: string | null;
   lines?: string[];
+  /** `rewind_states`: each turn's answer, in the order asked. */
+  states?: IControlAnswer[];
 }
 
 /** The kernel closed the comm without answering: the agentik extension is not loaded there. */
@@ -117,7 +120,8 @@ function parse(data: unknown): IControlAnswer {
     message_count: typeof answer.message_count === 'number' ? answer.message_count : undefined,
     state: typeof answer.state === 'string' ? answer.state : undefined,
     note: typeof answer.note === 'string' ? answer.note : null,
-    lines: Array.isArray(answer.lines) ? answer.lines.filter((l): l is string => typeof l === 'string') : undefined
+    lines: Array.isArray(answer.lines) ? answer.lines.filter((l): l is string => typeof l === 'string') : undefined,
+    states: Array.isArray(answer.states) ? answer.states.map(parse) : undefined
   };
 }
 

@@ -6,15 +6,17 @@
  * one. So once this extension answered the kernel's handshake with `rewind: 1` (livetext.ts), the
  * kernel leaves a finished turn's Rewind as `application/vnd.agentik.rewind+json` (the session's
  * id and the turn's question's message id, with an empty text/plain), and this renderer draws it.
- * It reaches the kernel over the `agentik.control` comm (control.ts): `rewind_state` when drawn,
- * `rewind_preview` on Rewind, `rewind` on "Rewind now"; the kernel does the work with the widget
+ * It reaches the kernel over the `agentik.control` comm (control.ts): `rewind_states` for all the
+ * notebook's Rewinds at once (when one is drawn, after each cell run and after a rewind: they follow
+ * `%agent rewind` and checkpoints released by later turns), `rewind_preview` on Rewind, `rewind` on
+ * "Rewind now"; the kernel does the work with the widget
  * control's code (kernel/rewind_requests.py). A turn the kernel does not know (a new kernel, a
  * kernel without agentik, another session, no answer) shows nothing; a rewound turn, or one whose
  * checkpoint was released, one quiet line. The renderer is added to each notebook's own rendermime:
  * it needs that notebook's kernel.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMime } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
@@ -30,30 +32,74 @@ export const REWIND_MIME = 'application/vnd.agentik.rewind+json';
 const ANSWER_MS = 600_000;
 const BUTTON = 'jp-Button jp-mod-styled';
 
-/** The renderers drawn in each notebook: after a rewind, the turns after it are rewound too. */
-const drawn = new WeakMap<NotebookPanel, Set<RewindRenderer>>();
+type TurnIds = { session: string; turn: string };
+
+/**
+ * The Rewinds drawn in one notebook, brought up to date together: one `rewind_states` request for
+ * all of them when one is drawn (the notebook opens, a turn ends: it may release older turns'
+ * checkpoints), after each cell run (`%agent rewind`, `%agent new` …) and after a rewind here.
+ */
+class NotebookRewinds {
+  readonly drawn = new Set<RewindRenderer>();
+  private due = false;
+
+  constructor(readonly panel: NotebookPanel) {
+    panel.sessionContext.statusChanged.connect((_, status) => {
+      if (status === 'restarting' || status === 'dead') {
+        this.drawn.forEach(renderer => renderer.show()); // (the kernel's turns are gone with it)
+      }
+    });
+  }
+
+  /** Ask about every turn drawn here once the current work is done (many calls, one request). */
+  refreshSoon(): void {
+    if (this.due) {
+      return;
+    }
+    this.due = true;
+    void this.panel.sessionContext.ready.then(() =>
+      window.setTimeout(() => {
+        this.due = false;
+        void this.refresh();
+      }, 0)
+    );
+  }
+
+  private async refresh(): Promise<void> {
+    const kernel = this.panel.sessionContext.session?.kernel;
+    const asked = [...this.drawn].filter(renderer => renderer.ids !== null);
+    if (!kernel || !asked.length) {
+      return;
+    }
+    let states: IControlAnswer[] | undefined;
+    try {
+      const turns = asked.map(renderer => renderer.ids as TurnIds);
+      states = (await askKernel(kernel, { action: 'rewind_states', turns }, ANSWER_MS)).states;
+    } catch {
+      states = undefined; // (no agentik in that kernel, or no answer: nothing to offer)
+    }
+    asked.forEach((renderer, i) => renderer.drawState(states?.[i] ?? null));
+  }
+}
+
+const notebooks = new WeakMap<NotebookPanel['content'], NotebookRewinds>();
 
 class RewindRenderer extends Widget implements IRenderMime.IRenderer {
-  private ids: { session: string; turn: string } | null = null;
+  ids: TurnIds | null = null;
   private busy = false;
 
-  constructor(private readonly panel: NotebookPanel) {
+  constructor(private readonly rewinds: NotebookRewinds) {
     super();
     this.addClass('agentik-turn-rewind');
-    let mine = drawn.get(panel);
-    if (!mine) {
-      drawn.set(panel, (mine = new Set()));
-      panel.sessionContext.statusChanged.connect((_, status) => {
-        if (status === 'restarting' || status === 'dead') {
-          drawn.get(panel)?.forEach(renderer => renderer.show());  // (the kernel's turns are gone)
-        }
-      });
-    }
-    mine.add(this);
+    rewinds.drawn.add(this);
+  }
+
+  private get panel(): NotebookPanel {
+    return this.rewinds.panel;
   }
 
   dispose(): void {
-    drawn.get(this.panel)?.delete(this);
+    this.rewinds.drawn.delete(this);
     super.dispose();
   }
 
@@ -62,18 +108,18 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
     this.ids = isSessionId(data.session) && isSessionId(data.turn) ? { session: data.session, turn: data.turn } : null;
     this.show();
     if (this.ids) {
-      void this.panel.sessionContext.ready.then(() => this.refresh());
+      this.rewinds.refreshSoon();
     }
   }
 
-  /** Ask the kernel what this turn's state is now, and draw it. */
-  async refresh(): Promise<void> {
-    if (!this.busy) {
-      this.draw(await this.ask('rewind_state'));
+  /** The turn's state as the kernel said it (null: no answer), unless the user is using it. */
+  drawState(answer: IControlAnswer | null): void {
+    if (!this.busy && !this.node.querySelector('.agentik-rewind-choices')) {
+      this.draw(answer);
     }
   }
 
-  private async ask(action: 'rewind_state' | 'rewind_preview' | 'rewind'): Promise<IControlAnswer | null> {
+  private async ask(action: 'rewind_preview' | 'rewind'): Promise<IControlAnswer | null> {
     const kernel = this.panel.sessionContext.session?.kernel;
     if (!this.ids || !kernel) {
       return null;
@@ -148,7 +194,7 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
     const answer = await this.ask('rewind');
     if (answer?.ok && answer.lines?.length) {
       this.draw(answer, [lines(answer.lines)]);
-      drawn.get(this.panel)?.forEach(other => other !== this && void other.refresh());
+      this.rewinds.refreshSoon();
     } else {
       this.draw(answer ?? { ok: false, error: 'Nothing rewound: the kernel did not answer.' });
     }
@@ -169,14 +215,17 @@ export const rewindPlugin: JupyterFrontEndPlugin<void> = {
   description: "Draws a finished agent turn's Rewind from a plain output, so a saved notebook holds no widget for it.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker) => {
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const add = (panel: NotebookPanel): void => {
+      const rewinds = new NotebookRewinds(panel);
+      notebooks.set(panel.content, rewinds);
       panel.content.rendermime.addFactory(
-        { safe: true, mimeTypes: [REWIND_MIME], defaultRank: 40, createRenderer: () => new RewindRenderer(panel) },
+        { safe: true, mimeTypes: [REWIND_MIME], defaultRank: 40, createRenderer: () => new RewindRenderer(rewinds) },
         40
       );
     };
-    notebooks.widgetAdded.connect((_, panel) => add(panel));
-    notebooks.forEach(add);
+    tracker.widgetAdded.connect((_, panel) => add(panel));
+    tracker.forEach(add);
+    NotebookActions.executed.connect((_, { notebook }) => notebooks.get(notebook)?.refreshSoon());
   }
 };

@@ -2,7 +2,7 @@
 transcript, and nothing broken under it.
 
 Headless Debian Chromium + the fake LLM: a background `%%agent` cell and a `--wait` cell each end
-with their Rewind, which works (the `--wait` turn is rewound); the notebook is saved, the kernel
+with their Rewind, which works (the `--wait` turn is rewound) and follows `%agent rewind`; the notebook is saved, the kernel
 restarted and the page opened again. The saved file holds no widget output for either cell (a
 widget's model dies with its kernel, and JupyterLab then draws "Error displaying widget: model not
 found" under the cell, or "Loading widget..." until then), and the page shows both transcripts and
@@ -28,11 +28,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "turn_rewind_saved.ipynb"
-CELL_LOAD, CELL_BACKGROUND, CELL_WAIT, CELL_AFTER = range(4)
+CELL_LOAD, CELL_BACKGROUND, CELL_WAIT, CELL_REWIND, CELL_AFTER = range(5)
 SOURCES = [
     "%load_ext agentik_jupyter",
     "%%agent\nFirst question, in the background.",
     "%%agent --wait\nSecond question, waited for.",
+    "%agent rewind",
     "print('KERNEL-' + 'BACK')",
 ]
 FIRST, SECOND = "ANSWER-ONE in the background.", "ANSWER-TWO waited for."
@@ -91,6 +92,9 @@ def test_a_saved_notebook_shows_its_turns_and_no_widget_error_after_a_restart(ap
     waited.get_by_role("button", name=REWIND_NOW).click()
     lab.wait(lambda: "This turn was rewound." in lab.text(waited), 30, "the rewound turn's note")
     assert background.get_by_role("button", name=REWIND).is_visible()  # turn 1 was not rewound
+    run_cell(lab, CELL_REWIND)  # rewinds turn 1: its Rewind follows, as the widget did
+    lab.wait(lambda: "This turn was rewound." in lab.text(background), 30, "turn 1's note after %agent rewind")
+    assert not background.get_by_role("button", name=REWIND).count()
     shot(lab, "turn_rewind_saved_before.png", at=waited)
 
     lab.page.keyboard.press("Control+s")

@@ -102,6 +102,11 @@ def test_a_turn_ends_with_a_rewind_output_and_no_widget(tmp_path: Path, wait: bo
             assert kernel.value("x") == 2
             assert ask(kernel, {"action": "rewind_state", **second})["state"] == "rewound"
             assert ask(kernel, {"action": "rewind_state", **first})["state"] == "ready"
+            # every Rewind of a notebook asks in one request (one read of the turns)
+            many = ask(kernel, {"action": "rewind_states", "turns": [first, second, {"session": "x", "turn": "y"}]})
+            assert [one["state"] for one in many["states"]] == ["ready", "rewound", "elsewhere"]
+            refused = ask(kernel, {"action": "rewind_states", "turns": "all"})
+            assert refused["ok"] is False
             again = ask(kernel, {"action": "rewind", **second})  # no preview shown for it now
             assert again == {"ok": False, "error": "Nothing rewound: ask for the preview again."}
             other = ask(kernel, {"action": "rewind_state", "session": "elsewhere", "turn": first["turn"]})
