@@ -87,6 +87,8 @@ const notebooks = new WeakMap<NotebookPanel['content'], NotebookRewinds>();
 class RewindRenderer extends Widget implements IRenderMime.IRenderer {
   ids: TurnIds | null = null;
   private busy = false;
+  /** The last rewind's printout, or why nothing was rewound: stays above the state as it changes. */
+  private outcome: Node[] = [];
 
   constructor(private readonly rewinds: NotebookRewinds) {
     super();
@@ -132,12 +134,14 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
     }
   }
 
-  /** What the kernel said: the button, a quiet line, or nothing. `above` goes first (an outcome). */
-  private draw(answer: IControlAnswer | null, above: Node[] = []): void {
+  /** What the kernel said, below the last outcome: the button, a quiet line, or nothing. */
+  private draw(answer: IControlAnswer | null): void {
+    const above = this.outcome;
     if (!answer) {
       this.show(...above);
     } else if (!answer.ok) {
-      this.show(...above, el('div', 'agentik-rewind-note', answer.error ?? ''), this.button());
+      this.outcome = [el('div', 'agentik-rewind-note', answer.error ?? '')];
+      this.show(...this.outcome, this.button());
     } else if (answer.state === 'ready') {
       this.show(...above, this.button());
     } else if (answer.state === 'rewound' || answer.state === 'released') {
@@ -183,7 +187,10 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     const now = this.action('Rewind now', 'jp-mod-reject', () => this.rewind());
-    const cancel = this.action('Cancel', '', async () => this.draw({ ok: true, state: 'ready' }));
+    const cancel = this.action('Cancel', '', async () => {
+      this.outcome = [];
+      this.draw({ ok: true, state: 'ready' });
+    });
     const choices = el('div', 'agentik-rewind-choices');
     choices.append(now, cancel);
     this.show(lines(answer.lines), choices);
@@ -193,7 +200,8 @@ class RewindRenderer extends Widget implements IRenderMime.IRenderer {
     this.show(el('em', '', 'Rewinding\u2026'));
     const answer = await this.ask('rewind');
     if (answer?.ok && answer.lines?.length) {
-      this.draw(answer, [lines(answer.lines)]);
+      this.outcome = [lines(answer.lines)];
+      this.draw(answer);
       this.rewinds.refreshSoon();
     } else {
       this.draw(answer ?? { ok: false, error: 'Nothing rewound: the kernel did not answer.' });

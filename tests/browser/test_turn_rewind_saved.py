@@ -95,6 +95,7 @@ def test_a_saved_notebook_shows_its_turns_and_no_widget_error_after_a_restart(ap
     run_cell(lab, CELL_REWIND)  # rewinds turn 1: its Rewind follows, as the widget did
     lab.wait(lambda: "This turn was rewound." in lab.text(background), 30, "turn 1's note after %agent rewind")
     assert not background.get_by_role("button", name=REWIND).count()
+    assert "Rewound turn 2" in lab.text(waited) and "This turn was rewound." in lab.text(waited)  # (drawn again)
     shot(lab, "turn_rewind_saved_before.png", at=waited)
 
     lab.page.keyboard.press("Control+s")
