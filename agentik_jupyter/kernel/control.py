@@ -12,7 +12,9 @@ and closes it. Actions:
 - `fix` `{"cell_id"}`: "Fix with agent" under a failed cell. Starts what `%agent fix CELL_ID`
   starts, without a cell in the user's notebook to run it in: the turn's view is displayed with
   this comm's open message as its parent, and the extension shows the messages of that parent
-  under the failed cell (not saved with the notebook; the session keeps the turn).
+  under the failed cell (not saved with the notebook; the session keeps the turn);
+- `rewind_state`, `rewind_preview`, `rewind` `{"session", "turn"}`, `rewind_states` `{"turns"}`:
+  a finished turn's Rewind as the extension draws it (kernel/rewind_requests.py).
 
 A kernel without the extension loaded has no such target: ipykernel closes the comm unanswered,
 which the sidebar reads as "load the extension". The target is registered at `%load_ext`.
@@ -88,7 +90,22 @@ async def _fix(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
-ACTIONS: dict[str, Action] = {"resume": _resume, "active": _active, "fix": _fix}
+async def _rewind(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
+    # load time: the control comm is registered at %load_ext; the rewind's code loads when asked
+    from agentik_jupyter.kernel.rewind_requests import ACTIONS as REWIND_ACTIONS
+
+    return await REWIND_ACTIONS[data["action"]](shell, data)
+
+
+ACTIONS: dict[str, Action] = {
+    "resume": _resume,
+    "active": _active,
+    "fix": _fix,
+    "rewind_state": _rewind,
+    "rewind_states": _rewind,
+    "rewind_preview": _rewind,
+    "rewind": _rewind,
+}
 
 
 async def answer(shell: InteractiveShell, data: Any) -> dict[str, Any]:

@@ -5,6 +5,8 @@ with `--wait` as a new output while the cell still runs (what nbclient and nbval
 ignores display updates); in the background form by replacing the live view in place through its
 display id, so the frontend saves the transcript with the notebook; the turn's Rewind control then
 takes a second place shown below it (with `--wait`, the view's own place above the transcript).
+With our lab extension that Rewind is a plain output it draws (widgets/rewind_output.py), and the
+second place is shown holding nothing, not a widget: a saved notebook then holds no widget there.
 """
 
 from __future__ import annotations
@@ -24,16 +26,12 @@ from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.cell_outputs import CellOutputs
 from agentik_jupyter.widgets.publish import can_stream, display_now, update_now
+from agentik_jupyter.widgets.rewind_output import rewind_bundle
 from agentik_jupyter.widgets.shared import placeholder
+from agentik_jupyter.widgets.turn_view import bare
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
-
-
-def _bare(widget: Any) -> dict[str, Any]:
-    """A widget's bundle without text: a viewer without widgets shows nothing, and the cell's text
-    outputs (what nbval compares) are those of a cell without the control."""
-    return {k: v for k, v in widget._repr_mimebundle_().items() if k != "text/plain"}
 
 
 _transcripts: weakref.WeakKeyDictionary[asyncio.Future[Any], Callable[[], None]] = weakref.WeakKeyDictionary()
@@ -75,11 +73,12 @@ def start_cell_turn(
             text,
             wait=True,
             display=lambda bundle: update_now(handle, bundle),
-            rewind_at=None if session.temporary else lambda widget: update_now(rewind_place, _bare(widget)),
+            rewind_at=None if session.temporary else lambda bundle: update_now(rewind_place, bundle),
         )
         handle = _display(view)
         if not session.temporary:  # the turn's Rewind control goes below the transcript, in a place shown now
-            rewind_place = display_now(_bare(placeholder()), raw=True, display_id=True)
+            empty = rewind_bundle() if frontend.rewind_output() else bare(placeholder())  # (no widget if drawn)
+            rewind_place = display_now(empty, raw=True, display_id=True)
     anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
 
     def on_start() -> None:

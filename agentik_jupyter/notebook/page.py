@@ -3,7 +3,8 @@
 The kernel opens a comm to `agentik.frontend` ("hello"); our lab extension (labextension/src/
 livetext.ts) registers that target on every notebook kernel connection and answers by opening
 `agentik.frontend.reply` with what it has (`{"live_text": 1}`: the append-only answer widget,
-widgets/live_text.py). As in notebook/requests.py the answer travels on a comm the frontend
+widgets/live_text.py; `{"rewind": 1}`: it draws a finished turn's Rewind from a plain output,
+widgets/rewind_output.py, so a saved notebook holds no widget under its agent cells). As in notebook/requests.py the answer travels on a comm the frontend
 opens: every other client of the kernel (a console, VS Code, a second browser without the
 extension) closes a comm whose target it does not know, and that close must not hide the
 answer. No answer (VS Code, nbclassic, nbclient, a kernel without a frontend) keeps every view
@@ -36,6 +37,11 @@ def live_text() -> bool:
     return bool(_features.get("live_text"))
 
 
+def rewind_output() -> bool:
+    """Whether a frontend of this kernel answered that it draws the Rewind output (REWIND_MIME)."""
+    return bool(_features.get("rewind"))
+
+
 def hello() -> None:
     """Ask the frontends what they show (their answer comes later, on REPLY_TARGET)."""
     global _registered
@@ -55,8 +61,10 @@ def hello() -> None:
 def _on_reply(comm: Any, msg: dict[str, Any]) -> None:
     """An extension's answer: remember the features it has (only known keys, only ints)."""
     data = (msg.get("content") or {}).get("data") or {}
-    if isinstance(data, dict) and data.get("live_text") == 1:
-        _features["live_text"] = 1
+    if isinstance(data, dict):
+        for feature in ("live_text", "rewind"):
+            if data.get(feature) == 1:
+                _features[feature] = 1
     comm.close()
 
 

@@ -47,6 +47,40 @@ def released_note(number: int, why: str) -> str:
     return f"Turn {number} can no longer be rewound: its checkpoint was released ({why})."
 
 
+def note_for(row: TurnRow | None, released: str | None) -> str | None:
+    """Why a turn cannot be rewound (None: it can), from its row in the current session (None:
+    not there) and why its checkpoint was released (None: it was not)."""
+    if row is None:
+        return ELSEWHERE_NOTE
+    if row.rewound:
+        return REWOUND_NOTE
+    if released is not None:
+        return released_note(row.number, released)
+    return None
+
+
+def failure_text(exc: Exception) -> str:
+    """Why nothing was rewound, as the user reads it (a failure that is not the user's is logged too)."""
+    if not isinstance(exc, RewindError):
+        log.exception("the rewind failed", exc_info=exc)
+    why = str(exc) if isinstance(exc, RewindError) else f"{type(exc).__name__}: {exc}"
+    return f"Nothing rewound: {scrub(why)}"
+
+
+async def turn_rows(session: Any) -> dict[str, TurnRow]:
+    """The turns of the session's current conversation, by their question's message id."""
+    if session.db is None or session.conversation_id is None:
+        return {}
+    return {r.message_id: r for r in await session.db.turns(session.conversation_id)}
+
+
+def released_why(session: Any, row: TurnRow | None) -> str | None:
+    """Why the turn's checkpoint was released (None: it was not, or there is none to release)."""
+    checkpoints = getattr(session, "checkpoints", None)
+    found = checkpoints.find(row.turn_id) if checkpoints is not None and row is not None else None
+    return found.released if found is not None else None
+
+
 Place = Callable[[Widget, Widget], Any]
 
 
@@ -115,15 +149,7 @@ class TurnRewind:
     def update(self, row: TurnRow | None, released: str | None) -> None:
         """The turn's state as read from the sessions file (None: not in the current session)."""
         self.row = row
-        if row is None:
-            note: str | None = ELSEWHERE_NOTE
-        elif row.rewound:
-            note = REWOUND_NOTE
-        elif released is not None:
-            note = released_note(row.number, released)
-        else:
-            note = None
-        self.note = note
+        self.note = note = note_for(row, released)
         if note != self._drawn and self.plan is None and not self.busy:  # (a preview on show stays until answered)
             self._idle()
 
@@ -169,11 +195,8 @@ class TurnRewind:
         self._idle("")
 
     def _failed(self, exc: Exception) -> None:
-        """Why nothing was rewound, above the button (a failure that is not the user's is logged too)."""
-        if not isinstance(exc, RewindError):
-            log.exception("the rewind failed", exc_info=exc)
-        why = str(exc) if isinstance(exc, RewindError) else f"{type(exc).__name__}: {exc}"
-        self._idle(f"<em>Nothing rewound: {escape(scrub(why))}</em>")
+        """Why nothing was rewound, above the button."""
+        self._idle(f"<em>{escape(failure_text(exc))}</em>")
 
 
 class SessionControls:
@@ -212,19 +235,14 @@ class SessionControls:
         live = [c for c in self.controls if c.widget.comm is not None]
         if session is None or not live:
             return
-        rows: list[TurnRow] = []
-        if session.db is not None and session.conversation_id is not None:
-            try:
-                rows = await session.db.turns(session.conversation_id)
-            except Exception:
-                log.exception("could not read the session's turns")
-                return
-        by_message = {r.message_id: r for r in rows}
-        checkpoints = getattr(session, "checkpoints", None)
+        try:
+            by_message = await turn_rows(session)
+        except Exception:
+            log.exception("could not read the session's turns")
+            return
         for control in live:
             row = by_message.get(control.message_id)
-            found = checkpoints.find(row.turn_id) if checkpoints is not None and row is not None else None
-            control.update(row, found.released if found is not None else None)
+            control.update(row, released_why(session, row))
 
 
 _controls: weakref.WeakKeyDictionary[Any, SessionControls] = weakref.WeakKeyDictionary()

@@ -8,7 +8,10 @@ without a kernel: in `wait` mode `finish()` displays it as a real cell output (t
 cell is still running, so nbclient records it); otherwise it goes into an Output
 widget. The live widgets are then closed: a finished turn holds only its Rewind control
 (widgets/turn_rewind.py), which takes the view's place (`--wait`) or `rewind_at` (a place the
-magic displayed below the view, whose own place the transcript takes).
+magic displayed below the view, whose own place the transcript takes). When our lab extension
+draws it (notebook/page.py `rewind_output`), that Rewind is a plain output (widgets/rewind_output.py)
+and a `--wait` view's place holds no widget at the end either: a saved notebook then has no
+widget under its agent cells to show as "model not found" after a kernel restart.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.plain_stream import HOLD_S
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.publish import clear_outputs_at_next, display_now, publish_stream, update_now
+from agentik_jupyter.widgets.rewind_output import REWIND_MIME, rewind_bundle
 from agentik_jupyter.widgets.shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -80,6 +84,12 @@ def _display_bundle(bundle: dict[str, Any]) -> None:
     display_now(bundle, raw=True)
 
 
+def bare(widget: Widget) -> dict[str, Any]:
+    """A widget's bundle without text: a viewer without widgets shows nothing, and the cell's text
+    outputs (what nbval compares) are those of a cell without it."""
+    return {k: v for k, v in widget._repr_mimebundle_().items() if k != "text/plain"}
+
+
 def close_tree(widget: Widget) -> None:
     """Close a widget and the boxes under it (frees the kernel-side models)."""
     if isinstance(widget, Box):
@@ -112,11 +122,11 @@ class TurnView:
         wait: bool = False,
         display: Displayer | None = None,
         show: Callable[[TurnView], Any] | None = None,
-        rewind_at: Callable[[Widget], Any] | None = None,
+        rewind_at: Displayer | None = None,
         clock: Callable[[], float] = time.monotonic,
         outputs: CellOutputs | None = None,
     ) -> None:
-        """`rewind_at` shows the turn's Rewind control when the turn ends (by default: in the
+        """`rewind_at` shows the turn's Rewind (a bundle) when the turn ends (by default: in the
         view's place, for a `show` view, or below the transcript in the view's own box).
         `outputs`: a running cell's other outputs, watched: a `wait` view given them streams its
         answer as the cell's text output (frontends without our extension) and, at the end,
@@ -130,6 +140,7 @@ class TurnView:
         self._rewind_at = rewind_at
         self._outputs = outputs
         self.rewind: TurnRewind | None = None
+        self._rewind_shown = False  # the Rewind output (rewind_output.py) was shown
         self._built = False
         self._started_at: float | None = None
         self.output: Output | None = None
@@ -426,15 +437,36 @@ class TurnView:
 
     def _add_rewind(self) -> None:
         """The turn's Rewind control, once it ended (a turn never saved or never started has none)."""
+        if frontend.rewind_output() and (self._rewind_at is not None or self._place is not None):
+            self._add_rewind_output()
+            return
         if self.rewind is not None or not self.started:
             return
         self.rewind = rewind_control(self.session, self._user_id, lambda _old, new: self._show_rewind(new))
         if self.rewind is not None:
             self._show_rewind(self.rewind.widget)
 
+    def _add_rewind_output(self) -> None:
+        """The Rewind our extension draws, below the transcript (once). A turn without one (never
+        started, never saved) leaves its place empty: no widget in it."""
+        if self._rewind_shown:
+            return
+        self._rewind_shown = True
+        saved = self.started and not getattr(self.session, "temporary", False)
+        conversation = getattr(self.session, "conversation_id", None) if saved else None
+        bundle = rewind_bundle(conversation, self._user_id)
+        if self._rewind_at is not None:
+            self._rewind_at(bundle)
+            return
+        # a `--wait` view (the cell still runs): its place now holds nothing, and the Rewind follows
+        # the transcript, at the end of the turn as in a background cell
+        update_now(self._place, rewind_bundle())
+        if bundle[REWIND_MIME]:
+            self._display(bundle)
+
     def _show_rewind(self, widget: Widget) -> None:
         if self._rewind_at is not None:
-            self._rewind_at(widget)
+            self._rewind_at(bare(widget))
         elif self._place is not None:
             update_now(self._place, self._bundle(widget))
         elif self.widget is not None and self.output is not None:

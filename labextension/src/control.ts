@@ -75,7 +75,9 @@ export function loadThenRetry(
 export type ControlRequest =
   | { action: 'resume'; id: string }
   | { action: 'active' }
-  | { action: 'fix'; cell_id: string };
+  | { action: 'fix'; cell_id: string }
+  | { action: 'rewind_state' | 'rewind_preview' | 'rewind'; session: string; turn: string }
+  | { action: 'rewind_states'; turns: { session: string; turn: string }[] };
 
 export interface IControlAnswer {
   ok: boolean;
@@ -83,6 +85,12 @@ export interface IControlAnswer {
   id?: string | null;
   title?: string | null;
   message_count?: number;
+  /** A turn's Rewind (rewind.ts): its state, why it cannot be rewound, the preview's or printout's lines. */
+  state?: string;
+  note?: string | null;
+  lines?: string[];
+  /** `rewind_states`: each turn's answer, in the order asked. */
+  states?: IControlAnswer[];
 }
 
 /** The kernel closed the comm without answering: the agentik extension is not loaded there. */
@@ -109,7 +117,11 @@ function parse(data: unknown): IControlAnswer {
     error: typeof answer.error === 'string' ? answer.error : undefined,
     id: isSessionId(answer.id) ? answer.id : null,
     title: typeof answer.title === 'string' ? answer.title : null,
-    message_count: typeof answer.message_count === 'number' ? answer.message_count : undefined
+    message_count: typeof answer.message_count === 'number' ? answer.message_count : undefined,
+    state: typeof answer.state === 'string' ? answer.state : undefined,
+    note: typeof answer.note === 'string' ? answer.note : null,
+    lines: Array.isArray(answer.lines) ? answer.lines.filter((l): l is string => typeof l === 'string') : undefined,
+    states: Array.isArray(answer.states) ? answer.states.map(parse) : undefined
   };
 }
 

@@ -12,6 +12,7 @@ import { SessionsSidebar } from './sidebar';
 import { liveTextPlugin } from './livetext';
 import { pasteImagesPlugin } from './paste_images';
 import { pinningPlugin } from './pinning';
+import { rewindPlugin } from './rewind';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'agentik-jupyter:sessions',
@@ -50,4 +51,12 @@ const notebookPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sessionsPlugin, notebookPlugin, liveTextPlugin, gotoPlugin, pasteImagesPlugin, pinningPlugin];
+export default [
+  sessionsPlugin,
+  notebookPlugin,
+  liveTextPlugin,
+  gotoPlugin,
+  pasteImagesPlugin,
+  pinningPlugin,
+  rewindPlugin
+];

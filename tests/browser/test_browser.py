@@ -628,6 +628,9 @@ def test_3b_cell_right_after_a_panel_answer_starts_at_once_and_stops(lab: Lab) -
     clicked = time.monotonic()
     lab.wait(lambda: "Stopped" in lab.text(out), 5, "the cell to say Stopped")
     assert time.monotonic() - clicked < 0.5 + 0.5
+    # the turn ended: its Rewind (drawn once the kernel said it can be rewound) comes last
+    rewind = out.get_by_role("button", name=re.compile(r"^\W*Rewind$"))
+    lab.wait(lambda: rewind.count() and rewind.is_visible(), 30, "the stopped turn's Rewind")
     before = lab.text(out)
     time.sleep(1.0)
     assert lab.text(out) == before and "END-LONG" not in before
