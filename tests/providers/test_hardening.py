@@ -143,8 +143,10 @@ def test_tool_fault_goes_back_to_the_model_and_the_loop_goes_on(run: Run, name: 
 
 def test_a_5_mb_answer_is_cut_at_the_limit(run: Run) -> None:
     (request,) = run.requests["5 MB"]
+    # (what streamed live is not kept: the saved cell holds the transcript, which says the answer
+    # was cut; a frontend's widget state may keep a part of the live view)
     shown = run.kernel.saved().count("lorem")
-    assert 0 < shown < BIG_ANSWER.count("lorem") // 2, "the notebook must not carry the whole runaway answer"
+    assert shown < BIG_ANSWER.count("lorem") // 2, "the notebook must not carry the whole runaway answer"
 
 
 def test_the_sessions_file_is_sound_after_every_fault(run: Run) -> None:
