@@ -4,10 +4,11 @@ A `--wait` cell without our lab extension streams its answer as the cell's own t
 (widgets/plain_stream.py), and a stream output can only go with the whole cell: at the end the
 cell is cleared and shows the view's place and the transcript. Whatever else reached the cell in
 the meantime must not go with it: a notice (an MCP server that failed to start, instructions not
-trusted), a user tool's print or plot. `CellOutputs` records, from the moment the view takes its
-place, what this cell's context writes to `sys.stdout` and `sys.stderr` and displays, and
-`replay()` sends it again, in order, after the clear. Output that bypasses both (a C library
-writing to the process's file descriptors) is not seen, and goes with the clear.
+trusted), a user tool's print or plot. `CellOutputs` records, from the cell's start (kernel/
+turns.py), what this cell's context writes to `sys.stdout` and `sys.stderr` and displays from the
+kernel's main thread, and `replay()` sends it again, in order, after the clear. Output that
+bypasses these (a C library writing to the process's file descriptors, a display from another
+thread) is not seen, and goes with the clear.
 """
 
 from __future__ import annotations
