@@ -1,10 +1,14 @@
 # Two entry points: `make lab` (JupyterLab with the quickstart) and `make test`.
-# Both create .venv and install what they need; running them again is cheap.
+# Both create .venv and install what they need; running them again is cheap. `make lab` installs
+# what running needs (the package with its `lab` extra); `make test` (and lint, typecheck, bench,
+# dist) the `test` extra, which includes it.
 # `make dist` builds the sdist and wheel users install (the build hook compiles the extension).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# one stamp per extra installed; the test extra includes the lab extra, so installing it stamps both
+STAMP_LAB := $(VENV)/.installed-lab
+STAMP := $(VENV)/.installed-test
 # The JupyterLab extension: rebuilt and relinked into the venv when its sources change.
 LABEXT := $(VENV)/.labextension
 LABEXT_LINK := $(VENV)/share/jupyter/labextensions/agentik-jupyter
@@ -12,17 +16,27 @@ LABEXT_SOURCES := $(wildcard labextension/src/*.ts labextension/style/*) labexte
 	labextension/package-lock.json labextension/tsconfig.json scripts/build-labextension.sh
 
 .PHONY: lab test test-fast test-install lint typecheck dist bench clean
+# (two installs into one venv must never run at once)
+.NOTPARALLEL:
 
 # The editable install skips the wheel's build hook (SKIP_JUPYTER_BUILDER): $(LABEXT) builds the
-# extension and links it into the venv, and only when its sources changed.
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# extension and links it into the venv, and only when its sources changed (or an install removed it).
+define install
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	rm -rf $(LABEXT_LINK)  # pip would write through a stale dev link; $(LABEXT) links it again
 	$(PY) -m pip install -q --upgrade pip
-	SKIP_JUPYTER_BUILDER=1 $(PY) -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	SKIP_JUPYTER_BUILDER=1 $(PY) -m pip install -q -e '.[$(1)]'
+endef
 
-$(LABEXT): $(STAMP) $(LABEXT_SOURCES)
+$(STAMP_LAB): pyproject.toml
+	$(call install,lab)
+	touch $(STAMP_LAB)
+
+$(STAMP): pyproject.toml
+	$(call install,test)
+	touch $(STAMP) $(STAMP_LAB)
+
+$(LABEXT): $(STAMP_LAB) $(LABEXT_SOURCES)
 	bash scripts/build-labextension.sh $(VENV)
 	touch $(LABEXT)
 
@@ -31,12 +45,19 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(LABEXT)
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/quickstart.ipynb
 
-test: $(LABEXT)
-	bash scripts/ensure-chromium.sh
-	$(PY) -m pytest
+# The suite on TEST_WORKERS pytest-xdist workers, a module (or an xdist_group) per work unit
+# (tests/parallel.py); browser modules share each worker's servers and Chromium
+# (tests/shared_servers.py). The 25 slowest tests are listed at the end.
+TEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
-test-fast: $(LABEXT)
-	$(PY) -m pytest -m "not browser and not install"
+# (the test extra first: installing it removes the extension's link, which $(LABEXT) then makes again)
+test: $(STAMP) $(LABEXT)
+	bash scripts/ensure-chromium.sh
+	$(PY) -m pytest $(PYTEST_PARALLEL)
+
+test-fast: $(STAMP) $(LABEXT)
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not browser and not install"
 
 # build the wheel from a clean clone, install it without Node.js, drive it in JupyterLab and Notebook 7
 test-install: $(STAMP)
@@ -52,11 +73,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-dist: $(LABEXT)
+dist: $(STAMP) $(LABEXT)
 	rm -rf dist
 	$(PY) -m build -o dist .
 
-bench: $(STAMP)
+# jupyter-mcp-server, which bench/mcp_compare.py runs beside our endpoint, in a venv of its own: in the
+# test venv its Jupyter server extensions would load in every test server (offline: that bench says so)
+JMS := $(VENV)/jupyter-mcp-server
+JMS_VERSION := 2.2.4
+
+$(JMS)/.installed: $(STAMP)
+	test -x $(JMS)/bin/python || $(PYTHON) -m venv $(JMS)
+	$(JMS)/bin/python -m pip install -q 'jupyter-mcp-server==$(JMS_VERSION)' && touch $@ \
+		|| echo "jupyter-mcp-server could not be installed: bench/mcp_compare.py measures our side only"
+
+bench: $(STAMP) $(JMS)/.installed
 	$(PY) -m bench
 
 clean:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter._version import __version__
 
-__all__ = ["tool", "current_session", "load_ipython_extension", "unload_ipython_extension", "__version__"]
+__all__ = [
+    "tool",
+    "current_session",
+    "provider_configured",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -37,6 +44,15 @@ def current_session() -> Session | None:
 
     shell = get_ipython()
     return get_agent(shell).session if shell is not None else None
+
+
+def provider_configured() -> bool:
+    """Whether this kernel has a provider to call: a key set in the kernel, or a Jupyter server that
+    holds the key (it takes it out of its kernels' environment, so `LLM_API_KEY` alone can't tell)."""
+    # load time: importing the package stays cheap; the agent loads on first use
+    from agentik_jupyter.core.transport import provider_configured as configured
+
+    return configured()
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

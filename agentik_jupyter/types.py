@@ -17,6 +17,8 @@ ExecutionState = Literal["idle", "sending", "processing", "responding", "error"]
 ParameterType = Literal["string", "integer", "number", "boolean", "array", "object"]
 ApprovalPolicy = Literal["auto", "ask", "deny"]
 DEFAULT_POLICY: ApprovalPolicy = "ask"
+AgentMode = Literal["ask", "agent", "auto", "plan"]
+"""How much the agent may do without asking: a session's setting (tools/modes.py)."""
 """The policy of a tool that names none: it may have side effects the user never saw, so it asks
 before each run. Built-in and MCP definitions state theirs (the registry's, mcp/tools.py)."""
 Role = Literal["user", "assistant", "tool"]
@@ -125,6 +127,8 @@ class AgentContext(_Model):
     instructions: str | None = None
     session_key: str | None = None
     """A stable key per session, for providers that route requests to a warm prompt cache."""
+    mode: AgentMode | None = None
+    """The turn's mode, which the system prompt explains (None: Agent, today's behaviour)."""
 
 
 class ToolParameter(_Model):
@@ -167,6 +171,7 @@ class ToolDefinition(BaseModel):
     origin: str | None = Field(default=None, exclude=True)
     thread: bool = Field(default=False, exclude=True)  # a sync tool that runs in a worker thread
     quick: bool = Field(default=False, exclude=True)  # returns in milliseconds: reads no object's data
+    read_only: bool = Field(default=False, exclude=True)  # an MCP tool whose server declares readOnlyHint
 
     def schema_(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)

@@ -21,6 +21,8 @@ from .checkpoints import checkpoints
 from .engines import ENGINE_BENCHMARKS
 from .kernel_turns import kernel_turns, resume_10k, stop_latency, user_cell_latency
 from .long_session import long_session
+from .mcp_compare import mcp_compare
+from .modes import modes
 from .paced_turns import paced_turns
 from .saved_turn import saved_turn
 from .server_turns import server_turns
@@ -167,6 +169,8 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "describe_big_vs_small_frame": describe_big_vs_small_frame,
     "widget_bytes_per_answer": widget_bytes_per_answer,
     "long_session": long_session,
+    "modes": modes,
     "checkpoints": checkpoints,
+    "mcp_compare": mcp_compare,
     **ENGINE_BENCHMARKS,
 }

@@ -7,7 +7,8 @@ kernel's `status` and `execute_input` echoes left out: every cell has those).
 With `frontend=` the client answers the kernel's frontend handshake (notebook/page.py) the
 way our lab extension does (labextension/src/livetext.ts): a turn then streams as it would in
 JupyterLab with the extension. Without it the client is a frontend without the extension
-(VS Code, nbclient): the kernel keeps ipywidgets' own widgets.
+(VS Code, nbclient): the kernel keeps ipywidgets' own widgets. With `page=` (bench/notebook_page.py)
+it also answers the kernel's requests to the notebook extension on a notebook the bench holds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client import KernelManager
+
+from .notebook_page import REPLY_TARGET, NotebookPage
 
 KERNEL_START_S = 60.0
 CELL_S = 120.0
@@ -86,7 +89,9 @@ def cpu_clock(pid: int) -> int:
 class BenchKernel:
     """A python3 kernel in a temporary folder (its sessions file lands there)."""
 
-    def __init__(self, env: dict[str, str], frontend: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str], frontend: dict[str, int] | None = None, page: NotebookPage | None = None
+    ) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="agentik-bench-")
         self.km = KernelManager(kernel_name="python3")
         self.km.start_kernel(env=env, cwd=self.dir.name, extra_arguments=["--HistoryManager.hist_file=:memory:"])
@@ -95,6 +100,7 @@ class BenchKernel:
         self.kc.wait_for_ready(timeout=KERNEL_START_S)
         self.stray: list[dict[str, Any]] = []
         self.frontend = frontend
+        self.page = page
         pid = getattr(self.km.provisioner, "pid", None)  # (a local kernel: its process)
         self._cpu = cpu_clock(pid) if isinstance(pid, int) else None
 
@@ -108,8 +114,14 @@ class BenchKernel:
     def path(self) -> Path:
         return Path(self.dir.name)
 
-    def send(self, code: str) -> str:
-        return str(self.kc.execute(code, store_history=True))
+    def send(self, code: str, cell_id: str | None = None) -> str:
+        """Execute `code`; with `cell_id`, as JupyterLab runs that cell (its id in the request's metadata)."""
+        if cell_id is None:
+            return str(self.kc.execute(code, store_history=True))
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+        msg = self.kc.session.msg("execute_request", {**content, "stop_on_error": True}, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
 
     def wait_idle(
         self,
@@ -127,6 +139,7 @@ class BenchKernel:
                 raise TimeoutError(f"cell not idle within {timeout} s")
             msg = self.kc.get_iopub_msg(timeout=remaining)
             self._answer_hello(msg)
+            self._answer_page(msg)
             if on_message is not None:
                 on_message(msg)
             parent = msg["parent_header"].get("msg_id")
@@ -174,6 +187,18 @@ class BenchKernel:
             {"comm_id": uuid.uuid4().hex, "target_name": "agentik.frontend.reply", "data": dict(self.frontend)},
         )
         self.kc.shell_channel.send(reply)
+
+    def _answer_page(self, msg: dict[str, Any]) -> None:
+        """The page's answer to a request to the notebook extension, on a comm of its own."""
+        reply = self.page.handle(msg) if self.page is not None else None
+        if reply is None:
+            return
+        comm_id = uuid.uuid4().hex
+        data = {**reply, "page": self.kc.session.session}
+        self.kc.shell_channel.send(
+            self.kc.session.msg("comm_open", {"comm_id": comm_id, "target_name": REPLY_TARGET, "data": data})
+        )
+        self.kc.shell_channel.send(self.kc.session.msg("comm_close", {"comm_id": comm_id, "data": {}}))
 
     def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})

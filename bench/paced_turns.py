@@ -11,6 +11,11 @@ pair. At this pace both cells last as long as the stream, so what a turn costs s
   stream) that carries answer text: how long the first words wait to be on screen.
   `first_words_at_once_s` is the same for a model that does not think first (its first byte
   comes before the live view's `LIVE_AFTER_S`), counted on REPEATS more plain turns.
+  `first_chars_s` and `first_chars_at_once_s`: the same until the client has the answer's first
+  FIRST_CHARS characters (in one message, or in the stream outputs or the live text's appends so
+  far): one word on screen is not a sentence read, and a frontend that showed the first word at
+  once and the next a quarter second later passes a first-word measure. Bounded without our
+  extension, where the answer streams as the cell's text output.
 - `bytes_per_answer_byte`: every frontend message of the cell (content JSON plus buffers, the
   kernel's `status` and `execute_input` echoes left out) per byte of the answer.
 - `cpu_ratio`: the kernel process's CPU time (all threads, read from outside) from the execute
@@ -54,6 +59,37 @@ SHOWN = {"display_data", "update_display_data", "comm_open", "comm_msg", "stream
 FIRST_WORD = re.compile(r"(?<![A-Za-z])" + re.escape(ANSWER.split()[0]) + r"(?![A-Za-z])")
 """The answer's first word as it starts the answer (capitalised: the question and the view's
 other texts do not hold it)."""
+FIRST_CHARS = 24
+FIRST_WORDS = ANSWER[:FIRST_CHARS]
+"""The answer's first characters ("The sales frame has many": plain words, the same in its HTML)."""
+
+
+class ShownText:
+    """What the client shows of the answer so far, from the messages that add to it: the stream
+    outputs' text, and the live text's appends (`k`: where the new HTML `a` starts, as
+    labextension/src/livetext_widget.ts applies it)."""
+
+    def __init__(self) -> None:
+        self.streamed = ""
+        self.live: dict[str, str] = {}
+
+    def holds(self, msg: dict[str, Any], text: str) -> bool:
+        """Whether, with `msg`, the client has `text` (in that message, or in what it added to)."""
+        content = msg["content"]
+        if msg["msg_type"] == "stream":
+            self.streamed += str(content.get("text", ""))
+            return text in self.streamed
+        data = content.get("data") if msg["msg_type"] in ("comm_open", "comm_msg") else None
+        comm = str(content.get("comm_id"))
+        if isinstance(data, dict) and data.get("method") == "custom" and isinstance(data.get("content"), dict):
+            append = data["content"]
+            whole = self.live.get(comm, "")[: int(append.get("k", 0))] + str(append.get("a", ""))
+            self.live[comm] = whole
+            return text in whole
+        state = data.get("state") if isinstance(data, dict) else None
+        if isinstance(state, dict) and ("value" in state or "tail" in state):  # a widget's text, set whole
+            self.live[comm] = str(state.get("value") or "") + str(state.get("tail") or "")
+        return text in str(content)
 
 
 def _checked(cell: Cell) -> None:
@@ -76,6 +112,7 @@ class PacedCell:
     cpu_s: float
     bytes: int
     first_words_s: float | None
+    first_chars_s: float | None
     messages: int
     updates: int
 
@@ -87,10 +124,16 @@ def _run(kernel: BenchKernel, server: FakeLLMServer, code: str, *, agent: bool) 
     started = time.perf_counter()
     msg_id = kernel.send(code)
     first_text: list[float] = []
+    first_chars: list[float] = []
+    shown = ShownText()
 
     def seen(msg: dict[str, Any]) -> None:
-        if not first_text and msg["msg_type"] in SHOWN and FIRST_WORD.search(str(msg["content"])):
+        if msg["msg_type"] not in SHOWN:
+            return
+        if not first_text and FIRST_WORD.search(str(msg["content"])):
             first_text.append(time.perf_counter())
+        if shown.holds(msg, FIRST_WORDS) and not first_chars:
+            first_chars.append(time.perf_counter())
 
     cell = kernel.wait_idle(msg_id, started, on_message=seen)
     cpu_s = kernel.cpu_s() - cpu_before
@@ -100,11 +143,13 @@ def _run(kernel: BenchKernel, server: FakeLLMServer, code: str, *, agent: bool) 
         _checked(cell)
     streams = server.first_frame_at[streams_before:]
     first_words = first_text[0] - streams[-1] if first_text and streams else None
+    chars = first_chars[0] - streams[-1] if first_chars and streams else None
     return PacedCell(
         cell.seconds,
         cpu_s,
         sum(message_bytes(m) for m in cell.messages if m["msg_type"] not in PLUMBING),
         first_words,
+        chars,
         len(cell.messages),
         cell.widget_updates,
     )
@@ -114,9 +159,9 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def _first_words(cells: list[PacedCell], name: str) -> dict[str, float | None]:
+def _first_words(cells: list[PacedCell], name: str, field: str = "first_words_s") -> dict[str, float | None]:
     """The median and the worst (None when a turn showed no answer text, or none ran)."""
-    firsts = [c.first_words_s for c in cells if c.first_words_s is not None]
+    firsts = [getattr(c, field) for c in cells if getattr(c, field) is not None]
     if not cells:
         return {}
     return {
@@ -146,6 +191,8 @@ def _measure(kernel: BenchKernel, server: FakeLLMServer, *, tool: bool) -> dict[
     return {
         **_first_words(turns, "first_words"),
         **_first_words(at_once, "first_words_at_once"),
+        **_first_words(turns, "first_chars", "first_chars_s"),
+        **_first_words(at_once, "first_chars_at_once", "first_chars_s"),
         "bytes_per_answer_byte": round(_median([c.bytes for c in turns]) / answer_bytes, 2),
         "cpu_ratio": round(turn_cpu / raw_cpu, 2),
         "turn_cpu_s": round(turn_cpu, 4),

@@ -3,6 +3,9 @@
 `python -m bench.profile_turn --stages` times the same stream read through ever more of the turn
 (raw bytes, SSE and JSON, the adapter, the orchestrator, the turn view, the kernel's session with
 its DB, the whole cell turn); `--phases` times the parts of a turn besides the stream one by one;
+`--cpu [--tool]` gives a turn's main-thread CPU (`time.thread_time`, which a neighbour's load
+does not count) against the raw read's, and the thread-clock profile's milliseconds a turn of
+the parts named in `CPU_PARTS`;
 `python -m bench.profile_turn [turns] [--tool] [--sort tottime|cumulative]` prints the kernel's
 profile of that many turns of the benchmark's workload (bench/kernel_turns.py) after a warm-up
 turn. Everything the kernel's main thread does is in it: the adapter reading the stream, the
@@ -126,6 +129,70 @@ print(json.dumps(__out))
 )
 
 
+CPU_CELL = """\
+import time, cProfile, pstats, json
+from agentik_jupyter.kernel.turns import run_cell_turn
+async def __thread_ms(fn, n):
+    times = []
+    for _ in range(n):
+        t = time.thread_time()
+        await fn()
+        times.append((time.thread_time() - t) * 1000)
+    return round(sorted(times)[n // 2], 2)
+__turn = lambda: run_cell_turn(get_ipython(), "--wait", "Summarise the sales data.")
+__out = {{"turn_cpu_ms": await __thread_ms(__turn, {turns})}}
+"""
+CPU_RAW_CELL = """\
+__out["raw_read_cpu_ms"] = await __thread_ms(lambda: __raw_read(1), {turns})
+__profile = cProfile.Profile(time.thread_time)
+__profile.enable()
+for _ in range({turns}):
+    await __turn()
+__profile.disable()
+__parts = {parts!r}
+for (file, line, name), (_, _, _, cumulative, _) in pstats.Stats(__profile).stats.items():
+    part = file.rsplit("/", 1)[-1] + ":" + name
+    if part in __parts:
+        __out["profiled_ms " + part] = round(cumulative / {turns} * 1000, 2)
+print(json.dumps(__out, indent=1))
+"""
+CPU_PARTS = [
+    "kernel/turns.py:run_cell_turn",
+    "_read_ahead.py:pump",
+    "_models.py:aiter_bytes",
+    "_models.py:aiter_raw",
+    "_read_ahead.py:assemble",
+    "_http.py:open_response",
+    "_client.py:build_request",
+    "openai_compatible.py:build_body",
+    "_wire_json.py:body",
+    "transcript.py:transcript_bundle",
+    "turn_view.py:finish",
+    "turn_rewind.py:refresh",
+]
+"""The rows of `--cpu`'s profile (file name and function; the profiler inflates Python-heavy work ~5x)."""
+
+
+def cpu(turns: int = 15, *, tool: bool = False, warm: int = 18) -> str:
+    """A turn's main-thread CPU and the raw read's (ms, medians), after `warm` turns of the same kind."""
+    replies = lambda n: [r for _ in range(n) for r in ([_tool_reply()] if tool else []) + [_reply()]]  # noqa: E731
+    with FakeLLMServer() as server:
+        kernel = BenchKernel(kernel_environ(server.env(), AGENTIK_APPROVE="auto"))
+        try:
+            kernel.run(SETUP)
+            for _ in range(warm):
+                server.push(*replies(1))
+                kernel.run(AGENT_CELL)
+            server.push(*replies(turns))
+            kernel.run(CPU_CELL.format(turns=turns))
+            server.push(*[_reply() for _ in range(turns)], *replies(turns))  # the raw reads', then the profile's
+            cell = kernel.run(CPU_RAW_CELL.format(turns=turns, parts=[p.rsplit("/", 1)[-1] for p in CPU_PARTS]))
+            text = "".join(m["content"]["text"] for m in cell.messages if m["msg_type"] == "stream")
+            return text[text.rfind('{\n "turn_cpu_ms"') :]  # (after the turns' answers, printed as text)
+        finally:
+            kernel.close()
+
+
 def stages() -> str:
     """Milliseconds (medians of 7) of the same stream read through ever more of the turn, in one kernel."""
     cell = _run_after_a_turn(STAGES_CELL.format(), replies=7 * 7)
@@ -171,6 +238,9 @@ def profile(turns: int = 10, *, tool: bool = False, sort: str = "tottime", lines
 def main(argv: list[str]) -> int:
     if "--phases" in argv:
         print(phases())
+        return 0
+    if "--cpu" in argv:
+        print(cpu(tool="--tool" in argv))
         return 0
     if "--stages" in argv:
         print(stages())

@@ -36,6 +36,7 @@ import nbformat
 from jupyter_client import BlockingKernelClient
 
 from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.testing.processes import stop
 
 from .kernel_client import BenchKernel, cpu_clock, kernel_environ
 from .kernel_turns import AGENT_CELL, ANSWER, CHUNK, SETUP, _checked
@@ -100,11 +101,7 @@ def _jupyter(llm: FakeLLMServer, home: Path) -> Iterator[tuple[str, str, Path]]:
             time.sleep(0.2)
         yield url, token, root
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 10)
 
 
 class ServerKernel(BenchKernel):
@@ -126,6 +123,7 @@ class ServerKernel(BenchKernel):
         self.kc.wait_for_ready(timeout=60)
         self.stray = []
         self.frontend = EXTENSION
+        self.page = None  # no notebook page answers here: the turns read and edit no cell
         self.dir = None  # type: ignore[assignment]
         self._cpu = cpu_clock(int(self.value("__import__('os').getpid()")))
 

@@ -8,12 +8,19 @@ menu) and how an unsaved change shows. A walk module takes `app_page` (parametri
 
 from __future__ import annotations
 
+import json
+import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
-from tests.browser.test_browser import Lab  # noqa: E402  (skips the module when chromium is missing)
+import pytest
+
+from tests.browser.test_browser import Lab, notebook_page  # noqa: E402  (skips the module when chromium is missing)
 
 APPS = ("jupyterlab", "notebook7")
 SIDEBAR = ".jp-AgentikSidebar"
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-NotebookKernelStatus:has-text('Idle')"
+"""The kernel shown idle: JupyterLab's execution indicator, Notebook 7's kernel status."""
 
 
 def url_path(app: str, notebook: str) -> str:
@@ -23,6 +30,41 @@ def url_path(app: str, notebook: str) -> str:
 
 def reset(app: str) -> bool:
     return app == "jupyterlab"
+
+
+def app_page_fixture(notebook: str, sources: list[str], name: str) -> Any:
+    """A module's `app_page` fixture: `notebook` of these code cells open in JupyterLab, then in
+    Notebook 7 (module-scoped, parametrized over APPS), artifacts named `<app>-<name>`; a module
+    takes it with `app_page = app_page_fixture(NOTEBOOK, SOURCES, "rewind")`."""
+
+    @pytest.fixture(scope="module", params=APPS)
+    def app_page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+        app = str(request.param)
+        with notebook_page(
+            tmp_path_factory,
+            notebook,
+            sources,
+            artifact=f"{app}-{name}",
+            url_path=url_path(app, notebook),
+            reset=reset(app),
+        ) as lab:
+            lab.app = app  # type: ignore[attr-defined]
+            assert is_notebook7(lab) == (app == "notebook7")
+            yield lab
+
+    return app_page
+
+
+def server_api(lab: Lab, path: str, method: str = "GET") -> Any:
+    """The Jupyter server's REST API as the page's user (its token): `path` (/api/sessions,
+    /api/contents/x.ipynb, ...) in the module's folder; JSON back."""
+    request = urllib.request.Request(
+        f"{lab.server.url}{lab.server.at(path)}?token={lab.server.token}",
+        method=method,
+        data=b"{}" if method == "POST" else None,
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.loads(reply.read() or b"null")
 
 
 def app_of(lab: Lab) -> str:
@@ -72,3 +114,13 @@ def unsaved_changes(lab: Lab) -> bool:
     if app_of(lab) == "jupyterlab":
         return page.locator(".lm-TabBar-tab.jp-mod-dirty").count() > 0
     return bool(page.evaluate(LEAVE_WARNING))
+
+
+def restart_from_the_menu(lab: Lab) -> None:
+    """Kernel > Restart Kernel…, then Restart in the dialog that asks: the page restarts the kernel
+    itself, as a user does, so it knows of the new kernel before the next cell runs."""
+    lab.page.get_by_role("menuitem", name="Kernel", exact=True).click()
+    lab.page.locator(".lm-Menu-item", has_text="Restart Kernel…").first.click()
+    dialog = lab.page.locator(".jp-Dialog")
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=60_000)
+    dialog.wait_for(state="detached", timeout=60_000)

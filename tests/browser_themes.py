@@ -15,7 +15,6 @@ from typing import Any
 
 import nbformat
 
-from agentik_jupyter.testing import FakeLLMServer
 from tests.browser.test_browser import (  # (skips the module that imports this when chromium is missing)
     ARTIFACTS,
     Lab,
@@ -23,9 +22,10 @@ from tests.browser.test_browser import (  # (skips the module that imports this 
     lab_server,
     write_code_cells,
 )
+from tests.shared_servers import THEMES as THEMES  # (the look modules take it from here)
+from tests.shared_servers import shared_llm
 
 AA = 4.5
-THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 # Our elements (a cell flashed by the extension is JupyterLab's, and its prompt its own text)
 OURS = '[class*="agentik"]:not(.jp-Cell), [class*="Agentik"]:not(.jp-Cell)'
 
@@ -108,21 +108,6 @@ MEASURE = """sel => {
 }"""
 
 
-def theme_settings(home: Path, theme: str) -> None:
-    """The user's theme, as JupyterLab's Settings > Theme saves it."""
-    settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
-
-
-def without_our_extension(home: Path) -> None:
-    """Our lab extension disabled in the user's config, as `jupyter labextension disable
-    agentik-jupyter` writes it (labconfig/page_config.json)."""
-    page_config = home / "config" / "labconfig" / "page_config.json"
-    page_config.parent.mkdir(parents=True, exist_ok=True)
-    page_config.write_text(json.dumps({"disabledExtensions": {"agentik-jupyter": True}}))
-
-
 @contextlib.contextmanager
 def themed_lab(
     tmp: Path,
@@ -138,7 +123,7 @@ def themed_lab(
     """`notebook` of these code cells (with the saved `outputs` of some cells, by index) open in
     JupyterLab in `theme`, the fake LLM behind it, approvals waiting up to 120 s, sessions in
     `tmp`; without our lab extension unless `extension`. Logs and screenshots go by `artifact`."""
-    root, home = tmp / "root", tmp / "home"
+    root = tmp / "root"
     root.mkdir()
     write_code_cells(root / notebook, sources)
     if outputs:
@@ -146,37 +131,33 @@ def themed_lab(
         for index, saved in outputs.items():
             nb.cells[index].outputs = saved
         nbformat.write(nb, root / notebook)
-    if not extension:
-        without_our_extension(home)
     with (
-        FakeLLMServer() as srv,
-        lab_server(
-            root,
-            home,
-            srv,
-            artifact=artifact,
-            AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
-            AGENTIK_APPROVAL_TIMEOUT="120",
-        ) as server,
+        shared_llm() as srv,
+        lab_server(root, tmp / "home", srv, artifact=artifact, extension=extension, theme=theme) as server,
+        browser_lab(srv, server, artifact=artifact, height=height) as lab,
     ):
-        theme_settings(home, theme)
-        with browser_lab(srv, server, artifact=artifact, height=height) as lab:
-            lab.app = "jupyterlab"  # type: ignore[attr-defined]
-            lab.theme = theme  # type: ignore[attr-defined]  (screenshot names)
-            lab.page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}", timeout=60_000)
-            lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
-            light = "false" if theme == "dark" else "true"
-            lab.wait(
-                lambda: lab.page.evaluate("() => document.body.dataset.jpThemeLight") == light,
-                60,
-                f"the page in JupyterLab's {theme} theme",
-            )
-            yield lab
+        lab.app = "jupyterlab"  # type: ignore[attr-defined]
+        lab.theme = theme  # type: ignore[attr-defined]  (screenshot names)
+        lab.page.goto(server.link(f"/lab/tree/{notebook}", reset=True), timeout=60_000)
+        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+        light = "false" if theme == "dark" else "true"
+        lab.wait(
+            lambda: lab.page.evaluate("() => document.body.dataset.jpThemeLight") == light,
+            60,
+            f"the page in JupyterLab's {theme} theme",
+        )
+        yield lab
+
+
+OUR_ANIMATIONS = """() => document.getAnimations().filter(
+  a => a.playState === 'running' && String(a.animationName || '').startsWith('agentik')).length"""
 
 
 def measure(lab: Lab, name: str) -> list[dict[str, Any]]:
     """Every visible text of ours on the page with its contrast (`MEASURE`), also saved as
-    tests/artifacts/<name>.json."""
+    tests/artifacts/<name>.json. Measured once our own animations have ended (a changed cell's
+    1.5 s flash tints what lies under its diff): the colours a user reads, not a frame of a fade."""
+    lab.wait(lambda: not lab.page.evaluate(OUR_ANIMATIONS), 30, "our animations (a cell's flash) to end")
     found = list(lab.page.evaluate(MEASURE, OURS))
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"{name}.json").write_text(json.dumps(found, indent=1))

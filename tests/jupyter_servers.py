@@ -1,16 +1,9 @@
-"""Start a real Jupyter Server / JupyterLab on 127.0.0.1 for tests, in a throwaway HOME."""
+"""Jupyter Servers for test modules (the kit's `jupyter`, agentik_jupyter/testing/jupyter_server.py) and kernels in them."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,106 +11,21 @@ import httpx2
 import pytest
 
 from agentik_jupyter.testing import FakeLLMServer
+from agentik_jupyter.testing.jupyter_server import URL_HEADS, RunningServer, free_port, isolated_env, jupyter
 from agentik_jupyter.testing.pytest_plugin import FAKE_API_KEY
 
-
-@dataclass
-class RunningServer:
-    url: str
-    token: str
-    root: Path
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A HOME and JUPYTER_* dirs of the test's own, so no user config leaks in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "JPY_"))}
-    for sub in ("config", "data", "runtime"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    env.update(
-        {
-            "HOME": str(home),
-            "JUPYTER_CONFIG_DIR": str(home / "config"),
-            "JUPYTER_DATA_DIR": str(home / "data"),
-            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-            "IPYTHONDIR": str(home / "ipython"),
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    env.update(extra or {})
-    return env
-
-
-@contextlib.contextmanager
-def jupyter(
-    root: Path,
-    home: Path,
-    *,
-    app: str = "server",
-    env: dict[str, str] | None = None,
-    timeout: float = 60.0,
-    collaborative: bool = False,
-) -> Iterator[RunningServer]:
-    """A Jupyter Server (or JupyterLab) on `root`. jupyter-collaboration (a test dependency) stays
-    off unless `collaborative`: one page per notebook document, as most users have it."""
-    token = secrets.token_hex(16)
-    port = free_port()
-    log_path = home / f"jupyter-{app}.log"
-    args = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        app if app == "server" else "lab",
-        "--no-browser",
-        f"--port={port}",
-        "--ip=127.0.0.1",
-        f"--ServerApp.root_dir={root}",
-        f"--IdentityProvider.token={token}",
-        "--ServerApp.open_browser=False",
-        "--ServerApp.jpserver_extensions={'agentik_jupyter': True}",
-    ]
-    if not collaborative:
-        args.append("--YDocExtension.disable_rtc=True")
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        args.append("--allow-root")
-    if app == "lab":
-        args += ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    home.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(args, cwd=root, env=isolated_env(home, env), stdout=log, stderr=subprocess.STDOUT)
-    server = RunningServer(f"http://127.0.0.1:{port}", token, root, proc, log_path)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"jupyter {app} exited:\n{server.log()[-3000:]}")
-            try:
-                r = httpx2.get(f"{server.url}/api/status", headers={"Authorization": f"token {token}"}, timeout=2)
-                if r.status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter {app} did not start:\n{server.log()[-3000:]}")
-            time.sleep(0.2)
-        yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+__all__ = [
+    "URL_HEADS",
+    "RunningServer",
+    "attach",
+    "free_port",
+    "isolated_env",
+    "jupyter",
+    "jupyter_for",
+    "server_fixtures",
+    "start_notebook_session",
+    "stop_notebook_session",
+]
 
 
 @contextlib.contextmanager

@@ -128,6 +128,17 @@ def run_notebook(
     return nb
 
 
+START_ATTEMPTS = 3
+
+
+def died_at_start(exc: BaseException) -> bool:
+    """A kernel that exited before it answered kernel_info: with tests on parallel workers, most
+    often a port jupyter_client picked was taken by another process before the kernel bound it
+    ("Address already in use"). Starting it again picks new ports; a kernel that dies at start for
+    a reason of its own dies every time, and the last attempt's error is raised."""
+    return isinstance(exc, RuntimeError) and "died before replying to kernel_info" in str(exc)
+
+
 class NotebookKernel:
     """A kernel driven by nbclient one cell at a time; ``nb`` grows with every ``run``."""
 
@@ -141,13 +152,16 @@ class NotebookKernel:
             resources={"metadata": {"path": str(cwd)}},
             shutdown_kernel="immediate",
         )
-        self.client.km = self.client.create_kernel_manager()
-        try:
-            self.client.start_new_kernel(env=env, cwd=str(cwd))
-            self.client.start_new_kernel_client()
-        except BaseException:
-            self.close()
-            raise
+        for attempt in range(START_ATTEMPTS):
+            self.client.km = self.client.create_kernel_manager()
+            try:
+                self.client.start_new_kernel(env=env, cwd=str(cwd))
+                self.client.start_new_kernel_client()
+                return
+            except BaseException as exc:
+                self.close()
+                if not died_at_start(exc) or attempt == START_ATTEMPTS - 1:
+                    raise
 
     def run(self, source: str, *, allow_error: bool = False) -> nbformat.NotebookNode:
         """Execute one cell; returns it with its outputs. Raises if the cell raised, unless allowed."""
@@ -205,20 +219,23 @@ class RawKernel:
     """A kernel spoken to with jupyter_client directly. ``iopub`` keeps every message seen."""
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.km = KernelManager(kernel_name=KERNEL)
         self.kc: Any = None
         self.iopub: list[dict[str, Any]] = []
         self._done: dict[str, Execution] = {}
         self._open: dict[str, Execution] = {}
-        try:
-            # As nbclient does: keep IPython's history in memory, not in a file shared by all kernels.
-            self.km.start_kernel(env=env, cwd=str(cwd), extra_arguments=["--HistoryManager.hist_file=:memory:"])
-            self.kc = self.km.client()
-            self.kc.start_channels()
-            self.kc.wait_for_ready(timeout=START_TIMEOUT)
-        except BaseException:
-            self.close()
-            raise
+        for attempt in range(START_ATTEMPTS):
+            self.km = KernelManager(kernel_name=KERNEL)
+            try:
+                # As nbclient does: keep IPython's history in memory, not in a file shared by all kernels.
+                self.km.start_kernel(env=env, cwd=str(cwd), extra_arguments=["--HistoryManager.hist_file=:memory:"])
+                self.kc = self.km.client()
+                self.kc.start_channels()
+                self.kc.wait_for_ready(timeout=START_TIMEOUT)
+                return
+            except BaseException as exc:
+                self.close()
+                if not died_at_start(exc) or attempt == START_ATTEMPTS - 1:
+                    raise
 
     @property
     def pid(self) -> int:

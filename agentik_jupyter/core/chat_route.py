@@ -28,6 +28,8 @@ from agentik_jupyter.types import AgentContext, ChatMessage, ChatRequest, ChatRe
 
 MAX_JSON_DEPTH = 64
 """Nesting the route accepts; real bodies stay under ~10, and deeper ones made json/pydantic recurse to a 500."""
+MISSING_CONFIGURATION = "Missing configuration"
+"""The error of a 502 that a setting (not the provider) caused; the kernel raises it as ConfigurationError."""
 ALLOWED_MODELS_ENV = "AGENTIK_ALLOWED_MODELS"
 
 
@@ -217,7 +219,7 @@ async def handle(
             )
         )
     except ConfigurationError as exc:
-        raise ChatRouteError(502, {"error": "Missing configuration", "message": exc.message}) from None
+        raise ChatRouteError(502, {"error": MISSING_CONFIGURATION, "message": exc.message}) from None
     except ProviderError as exc:
         raise ChatRouteError(
             502, {"error": "LLM provider error", "message": exc.message, "code": exc.code, "status": exc.status}

@@ -62,7 +62,9 @@ def transcript_text(messages: Sequence[ChatMessage]) -> str:
     for m in messages:
         if m.role == "user":
             pictures = f" [{len(m.images)} image(s) attached]" if m.images else ""  # the summary request sends none
-            lines.append(("User: " if not m.summary_of else "") + m.content + pictures)
+            # the question's note says what was in the kernel: the summary keeps the variables from it
+            note = f"\n{m.context_note}" if m.context_note else ""
+            lines.append(("User: " if not m.summary_of else "") + m.content + pictures + note)
         elif m.role == "assistant":
             if m.content:
                 lines.append(f"Assistant: {m.content}")

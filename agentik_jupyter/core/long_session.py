@@ -41,6 +41,8 @@ class LongSession:
     _working: list[list[ChatMessage]]
     _schema_tokens: tuple[tuple[object, ...], int] | None
     _notice: str | None
+    _last_context: AgentContext | None
+    _history_cut: bool
     _compaction_usage: Usage | None
     _usages: list[TurnUsage]
     _usage_listeners: list[Callable[[], None]]
@@ -109,6 +111,7 @@ class LongSession:
             await db.compact(self.conversation_id, [turn for turn, _ in turns[:n]], summary, list(shortened.values()))
         else:
             self._working = [[summary], *kept]
+        self._last_context, self._history_cut = None, True  # the next note lists every variable again
         after = message_tokens(summary) + sum(message_tokens(m) for messages in kept for m in messages)
         self._notice = compacted_line(n, sum(costs), after)
         return [summary, *(m for messages in kept for m in messages)]

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.errors import ConfigurationError, MalformedResponseError, ProviderError
+from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.providers.base import (
     ProviderChatResponse,
     ProviderDelta,
@@ -28,14 +29,17 @@ from agentik_jupyter.providers.base import (
 )
 from agentik_jupyter.security.scrub import scrub, scrub_response, scrub_result
 from agentik_jupyter.security.stream import StreamScrubber
+from agentik_jupyter.tools.approval import CALLER
 from agentik_jupyter.tools.arguments import bound_arguments
 from agentik_jupyter.tools.interruptible import interruptible
+from agentik_jupyter.tools.modes import not_offered, offered
 from agentik_jupyter.tools.registry import ToolRegistry, run_tool
 from agentik_jupyter.tools.status import label as tool_label
 from agentik_jupyter.tools.status import noting
 from agentik_jupyter.tools.validation import check_call, coerce_arguments
 from agentik_jupyter.types import (
     AgentContext,
+    AgentMode,
     AppendText,
     ChatMessage,
     End,
@@ -185,6 +189,12 @@ class Orchestrator:
         self.approver = approver
         self._listeners: list[EventListener] = []
         self.last_outcome: TurnOutcome | None = None
+        self.mode: AgentMode = "agent"  # the turn's (the session sets it; running a plan changes it)
+        self.plan: object | None = None  # the plan the user ran in this turn (tools/plan.py)
+
+    def offered(self) -> list[ToolDefinition]:
+        """The tools the next request offers, in the turn's mode as it is now."""
+        return offered(self.registry.get_all(), self.mode, self.plan is not None)
 
     def on_event(self, listener: EventListener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -215,8 +225,11 @@ class Orchestrator:
             self.agent_store.set_context(context)
         pending: dict[str, ToolCall] = {}
         partial: list[str] = []
+        limit, plan = self.max_iterations, self.plan
         try:
-            for iteration in range(self.max_iterations):
+            iteration = -1
+            while iteration + 1 < limit:
+                iteration += 1
                 partial.clear()
                 self._check_stop()
                 response = await self._ask(iteration, [*messages, *outcome.messages], context, outcome, partial)
@@ -243,6 +256,8 @@ class Orchestrator:
                     result = await self._run_tool(call, parse_errors.get(call.id))
                     pending.pop(call.id, None)
                     self._keep_result(outcome, result)
+                if self.plan is not plan:  # the user ran a plan: carrying it out gets the calls a turn gets
+                    limit, plan = iteration + 1 + self.max_iterations, self.plan
             self._keep(outcome, ChatMessage(role="assistant", content=MAX_ITERATIONS_MESSAGE))
             return self._finish(outcome, "max_iterations")
         except asyncio.CancelledError:
@@ -278,7 +293,9 @@ class Orchestrator:
         reasoning_started = False
         text, thought = StreamScrubber(), StreamScrubber()  # a key split across deltas is still masked
         outcome.requests += 1
-        stream = self.transport.stream(history, context, self.registry.to_tool_schemas())
+        if context is not None and context.mode != self.mode:  # the system prompt explains the mode
+            context = context.model_copy(update={"mode": self.mode})
+        stream = self.transport.stream(history, context, [d.schema_() for d in self.offered()])
         try:
             async for delta in stream:
                 if isinstance(delta, TextDelta) and delta.text:
@@ -314,6 +331,20 @@ class Orchestrator:
             partial.append(text)
         self.emit(AppendText(text=text, reasoning=partial is None))
 
+    async def run_call(self, call: ToolCall) -> ToolResult:
+        """One tool call that no model of ours asked for (an outside agent's, over MCP): the same
+        argument checks, policy, approval gate, interruption and scrubbing as a model's call, and
+        the same events, so the panel shows it as a tool card."""
+        self.emit(ToolCallEvent(call=call))
+        try:
+            return await self._run_tool(call, None)
+        except KeyboardInterrupt:  # Jupyter's Interrupt landed in the call's code
+            result = ToolResult(tool_call_id=call.id, name=call.name, error=STOPPED_CALL)
+            self.emit(ToolResultEvent(result=result))
+            return result
+        finally:
+            self.agent_store.reset()
+
     async def _run_tool(self, call: ToolCall, parse_error: str | None) -> ToolResult:
         self.agent_store.set_status("processing")
         self.agent_store.set_active_tool(call.name)
@@ -331,6 +362,9 @@ class Orchestrator:
         rejected = check_call(call, definition, parse_error)
         if rejected is not None or definition is None:
             return rejected or ToolResult(tool_call_id=call.id, name=call.name, error="Unknown tool.")
+        if all(d.name != call.name for d in self.offered()):  # asked for anyway: the mode's answer, not the tool's
+            error = not_offered(call.name, self.mode, CALLER.get())
+            return ToolResult(tool_call_id=call.id, name=call.name, error=error)
         if definition.policy == "deny":
             return ToolResult(
                 tool_call_id=call.id, name=call.name, error=f"The tool '{call.name}' is disabled (policy: deny)."
@@ -408,6 +442,9 @@ class Orchestrator:
             self._keep_result(outcome, result)
         outcome.reason = "interrupted"
         outcome.error_code = INTERRUPTED
+        # the mark a resumed transcript reads from the audit log (shown, never sent): a panel drawn
+        # later from the store marks the stopped turn as one drawn from the sessions file does
+        self.chat_store.add_message(ChatMessage(role="assistant", error=INTERRUPTED_MESSAGE))
         self.agent_store.reset()
         self.chat_store.set_loading(False)
         self.emit(End(reason="interrupted", usage=outcome.usage))

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import PurePath
 
+from agentik_jupyter.tools.modes import PROMPTS
 from agentik_jupyter.types import AgentContext, VariableSummary
 
 BASE_SYSTEM_PROMPT = """\
@@ -29,8 +30,8 @@ NOTE_HEADING = "[Notebook context for this question]"
 
 
 def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str] | None = None) -> str:
-    """The built-in prompt, the user's and the project's standing instructions, and the notebook's
-    name: nothing that changes from one question to the next (that is `context_note`)."""
+    """The built-in prompt, the user's and the project's standing instructions, the notebook's
+    name and the mode: nothing that changes from one question to the next (that is `context_note`)."""
     env = os.environ if environ is None else environ
     parts = [BASE_SYSTEM_PROMPT]
     extra = (env.get("AGENTIK_SYSTEM_PROMPT") or "").strip()
@@ -41,6 +42,8 @@ def build_system_prompt(context: AgentContext | None, environ: Mapping[str, str]
     if context is not None:
         name = PurePath(context.notebook_path).name if context.notebook_path else "unknown (plain IPython)"
         parts.append(f"Notebook: {name}")  # the name, not the user's folders
+    if context is not None and context.mode in PROMPTS:  # (Agent adds nothing: its prompt stays as it was)
+        parts.append(PROMPTS[context.mode])
     return "\n\n".join(parts)
 
 

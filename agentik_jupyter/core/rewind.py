@@ -17,6 +17,7 @@ from agentik_jupyter.tools.checkpoint import Restored
 
 NOTHING = "Nothing to rewind: this session has no turn yet."
 REWOUND_PREFIX = "Rewound turn"  # how a rewound record begins (the panel shows it as a mark, not an error)
+RECORD_LINES = 5  # the printout's lines the audit log's record keeps (the cells' lines are not in it)
 
 
 class RewindError(ValueError):
@@ -32,6 +33,7 @@ class RewindPlan:
     variables: Restored = field(default_factory=Restored)
     no_checkpoint: list[int] = field(default_factory=list)  # turns run before this kernel kept checkpoints
     cell_lines: list[str] = field(default_factory=list)  # what happens to the cells (notebook/revert.py says)
+    cell_names: dict[str, str] = field(default_factory=dict)  # cell id -> how the preview named it
 
     @property
     def first(self) -> int:
@@ -57,9 +59,13 @@ class RewindPlan:
         out.append(("could not restore: " if done else "cannot restore: ") + ("; ".join(missing) or "nothing"))
         return out + self.cell_lines
 
+    def unrecorded(self) -> list[str]:
+        """The printout's lines its record does not keep (what happened to the cells)."""
+        return self.lines(done=True)[RECORD_LINES:]
+
     def record(self) -> str:
         """The audit log's rewound record: what the rewind did to the variables and the conversation."""
-        head, *rest = self.lines(done=True)[:5]
+        head, *rest = self.lines(done=True)[:RECORD_LINES]
         return f"{head} " + "; ".join(rest)
 
 

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from agentik_jupyter.core.event_relay import EventRelay
 from agentik_jupyter.core.history import HISTORY_PAGE, entries_to_messages
@@ -37,14 +37,18 @@ from agentik_jupyter.persistence import (
 from agentik_jupyter.persistence.budget import first_turn_to_keep, message_tokens
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.checkpoint import Checkpoints
+from agentik_jupyter.tools.modes import default_mode
 from agentik_jupyter.tools.registry import ToolRegistry, holds_loop
 from agentik_jupyter.types import (
     AgentContext,
+    AgentMode,
     ChatMessage,
     End,
     ErrorEvent,
+    Event,
     ImagePart,
     Question,
+    ToolResult,
     Usage,
     UserMessage,
     add_usage,
@@ -92,6 +96,8 @@ class Session(TurnQueue, LongSession):
         self.conversation_id = conversation_id
         self.title: str | None = None
         self.model = model
+        self.mode: AgentMode | None = None  # as the user set it (saved with the session); None: the default
+        self._mode_listeners: list[Callable[[], None]] = []  # the views that show the mode (the panel's picker)
         self.approval_presenter: Callable[[Any], object] | None = None
         self.context_provider: Callable[[], AgentContext] | None = None
         self.expander: Expander | None = None  # a turn's `expand` by default
@@ -100,9 +106,10 @@ class Session(TurnQueue, LongSession):
         self.checkpoints: Checkpoints | None = None  # the kernel's namespace checkpoints, one per turn
         self._working: list[list[ChatMessage]] = []  # a temporary session's turns
         self._last_context: AgentContext | None = None  # the last question's: its note says what changed since
+        self._history_cut = False  # this turn's history lost its oldest turns: its note lists every variable
         self._usages: list[TurnUsage] = []  # a temporary session's tokens per turn
         self._usage_listeners: list[Callable[[], None]] = []
-        self.last_estimate: int | None = None  # tokens the last turn's first request was estimated at
+        self._estimate_of: tuple[int, list[ChatMessage]] | None = None  # the last turn's overhead and history
         self._notice: str | None = None  # a compaction's one line, shown in the next turn
         self._compaction_usage: Usage | None = None  # the summary request's tokens, added to the turn's
         self._key = new_id("tmp_")  # a temporary session's cache key
@@ -160,15 +167,37 @@ class Session(TurnQueue, LongSession):
         cell_id: str | None = None,
         expand: Expander | None = None,
         images: list[ImagePart] | None = None,
+        mode: AgentMode | None = None,
     ) -> asyncio.Task[TurnOutcome]:
         """Queue a turn as a task on the running loop and return at once.
 
         Turns run one at a time in the order they were started. `on_start` runs when
         this turn's time comes; `prepare` runs first inside the turn (opening the file,
         resuming), so a Stop or an error there ends this turn like any other. `images`
-        (fitted to the budget: tools/vision.fit_image) go with the question.
+        (fitted to the budget: tools/vision.fit_image) go with the question. `mode` is this
+        turn's only (`%%agent --mode`); without it the turn runs in the session's.
         """
-        return self._enqueue(lambda: self._ask(text, context, model, prepare, cell_id, expand, images), on_start)
+        return self._enqueue(lambda: self._ask(text, context, model, prepare, cell_id, expand, images, mode), on_start)
+
+    def show_event(self, event: Event) -> None:
+        """Show the views (the panel) an event of a call this session's orchestrator did not make
+        (an outside agent's, core/outside_calls.py): its tool card appears as our agent's do."""
+        self._events(event)
+
+    def queue_outside(
+        self, run: Callable[[], Awaitable[ToolResult]]
+    ) -> tuple[asyncio.Task[TurnOutcome], asyncio.Future[ToolResult]]:
+        """An outside agent's call (over MCP; core/outside_calls.py) in this session's queue as a turn
+        is: it waits for the turns before it and Stop ends it. Returns the queued task and the result."""
+        result: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+
+        async def queued() -> TurnOutcome:
+            result.set_result(await run())
+            return TurnOutcome(reason="complete")
+
+        task = self._enqueue(queued, None)
+        task.add_done_callback(lambda _task: None if result.done() else result.cancel())
+        return task, result
 
     async def send(
         self,
@@ -190,6 +219,7 @@ class Session(TurnQueue, LongSession):
         cell_id: str | None,
         expand: Expander | None,
         images: list[ImagePart] | None,
+        mode: AgentMode | None = None,
     ) -> TurnOutcome:
         """The turn, once its time has come: the question as the model gets it, then the turn."""
         if context is None and self.context_provider is not None:
@@ -201,7 +231,39 @@ class Session(TurnQueue, LongSession):
         if expand is not None:  # e.g. @mentions of variables, read when the turn starts
             question = merged(question, await expand(text))
         question.text = scrub(question.text)  # a pasted key never leaves
-        return await self._turn(question, context, model, prepare)
+        return await self._turn(question, context, model, prepare, mode)
+
+    # ---- the mode ----
+
+    @property
+    def effective_mode(self) -> AgentMode:
+        """The mode the next turn runs in: the session's, else `AGENTIK_MODE`, else Agent (an unknown
+        `AGENTIK_MODE` reads as Agent here; the turn itself says it is unknown)."""
+        if self.mode is not None:
+            return self.mode
+        try:
+            return default_mode()
+        except ValueError:
+            return "agent"
+
+    async def set_mode(self, mode: AgentMode) -> None:
+        """The session's mode from now on, saved with it (a session not created yet saves it when it is)."""
+        self._set_mode(mode)
+        if self.db is not None and self.conversation_id is not None:
+            await self.db.set_mode(self.conversation_id, mode)
+
+    def on_mode(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` whenever the session's mode changes (set, or a resumed session's); returns an unsubscribe."""
+        self._mode_listeners.append(listener)
+        return lambda: self._mode_listeners.remove(listener) if listener in self._mode_listeners else None
+
+    def _set_mode(self, mode: AgentMode | None) -> None:
+        changed, self.mode = mode != self.mode, mode
+        for listener in list(self._mode_listeners) if changed else []:
+            try:
+                listener()
+            except Exception:
+                log.exception("mode listener failed")
 
     # ---- conversations ----
 
@@ -221,6 +283,8 @@ class Session(TurnQueue, LongSession):
             self.chat_store.set_messages([])
             return None
         self.conversation_id, self.title = info.id, info.title
+        if info.mode is not None:  # kept on resume; a session that never set one keeps the kernel's
+            self._set_mode(cast(AgentMode, info.mode))
         self._last_context = None  # the next note lists every variable again
         page = await self.db.audit_log(info.id, limit=HISTORY_PAGE, whole_turns=True)
         self.older_before = page.next_before_seq
@@ -270,6 +334,7 @@ class Session(TurnQueue, LongSession):
         context: AgentContext | None,
         model: str | None,
         prepare: Callable[[], Awaitable[None]] | None,
+        mode: AgentMode | None = None,
     ) -> TurnOutcome:
         self._turn_id = None
         if prepare is not None:
@@ -291,6 +356,12 @@ class Session(TurnQueue, LongSession):
         if not question.text.strip() and not question.images:
             await self.fail_turn(EMPTY_INPUT, "empty_input")
             return TurnOutcome(reason="error", error=EMPTY_INPUT, error_code="empty_input")
+        try:  # after `prepare`: a resumed session brings its own mode
+            self.orchestrator.mode = mode or self.mode or default_mode()
+        except ValueError as exc:
+            await self.fail_turn(f"Could not start the turn: {exc}", "setup")
+            return TurnOutcome(reason="error", error=str(exc), error_code="setup")
+        self.orchestrator.plan = None
         transport = self.orchestrator.transport
         if model is not None:
             previous_model, transport.model = transport.model, model
@@ -303,6 +374,8 @@ class Session(TurnQueue, LongSession):
     async def _run(self, question: Question, context: AgentContext | None, model: str | None) -> TurnOutcome:
         note = context_note(context, self._last_context)
         text, sent, refused = admit_images(question)  # none for a model without vision: it is told so
+        if context is not None:  # the system prompt explains the mode; the question keeps it with the turn
+            context = context.model_copy(update={"mode": self.orchestrator.mode})
         user = UserMessage(content=text, context=context, context_note=note, images=sent or None)
         user_msg = user.chat_message()
         was = self.conversation_id
@@ -311,6 +384,10 @@ class Session(TurnQueue, LongSession):
         except SessionDBError as exc:
             await self.fail_turn(f"Could not write the session file: {exc}", "storage")
             return TurnOutcome(reason="error", error=str(exc), error_code="storage")
+        if self._history_cut:  # the turn whose note listed the variables may be gone: list them all
+            self._history_cut = False
+            if context is not None and note != (full := context_note(context)):
+                user_msg = user_msg.model_copy(update={"context_note": full})  # the commit saves this copy
         self._last_context = context
         if context is not None:  # one key per session: OpenAI routes it to the same warm cache
             context = context.model_copy(update={"session_key": f"agentik-{self.conversation_id or self._key}"})
@@ -352,14 +429,23 @@ class Session(TurnQueue, LongSession):
             start = first_turn_to_keep(costs, budget)
             history = [m for turn in self._working[start:] for m in turn]
             if start:  # the history outgrew the budget: summarise the oldest turns instead
+                self._history_cut = True
                 history = await self._compact(None, budget, user.context, keep=None) or history
             self._working.append([user_msg])
         else:
             history = await self._begin_saved(self.db, user, budget)
             if self.title is None and self.conversation_id is not None:
                 self.title = (await self.db.get_conversation(self.conversation_id)).title
-        self.last_estimate = overhead + sum(message_tokens(m) for m in history)
+        self._estimate_of = (overhead, history)  # (counted when asked: a turn does not need it)
         return history
+
+    @property
+    def last_estimate(self) -> int | None:
+        """Tokens the last turn's first request was estimated at (None before a turn)."""
+        if self._estimate_of is None:
+            return None
+        overhead, history = self._estimate_of
+        return overhead + sum(message_tokens(m) for m in history)
 
     async def _begin_saved(self, db: AsyncSessionDB, user: UserMessage, budget: int) -> list[ChatMessage]:
         """Begin the turn in the current conversation, or in a new one if there is none or it was
@@ -373,11 +459,12 @@ class Session(TurnQueue, LongSession):
                 self._forget_conversation()
             else:
                 if dropped:  # the history outgrew the budget: summarise the oldest turns instead
+                    self._history_cut = True
                     compacted = await self._compact(db, budget, user.context, keep=None)
                     if compacted is not None:
                         return compacted
                 return history
-        self.conversation_id = (await db.create_conversation()).id
+        self.conversation_id = (await db.create_conversation(mode=self.mode)).id
         history, self._turn_id = await db.begin_turn_after_history(self.conversation_id, user, budget)
         return history
 

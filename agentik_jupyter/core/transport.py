@@ -15,7 +15,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from agentik_jupyter.core.chat_route import stream_chat
+from agentik_jupyter.core.chat_route import MISSING_CONFIGURATION, stream_chat
 from agentik_jupyter.core.server_info import find_server
 from agentik_jupyter.errors import ConfigurationError, ProviderConnectionError, ProviderError
 from agentik_jupyter.providers.base import (
@@ -145,7 +145,7 @@ def _raise_for(status: int, data: dict[str, Any]) -> None:
 
 def _raise_error(data: dict[str, Any], status: int | None) -> None:
     message = data.get("message") or data.get("error") or "no details"
-    if data.get("error") == "Missing configuration":
+    if data.get("error") == MISSING_CONFIGURATION:
         raise ConfigurationError(str(message))
     raise ProviderError(f"{data.get('error', 'Error')}: {message}", status=data.get("status") or status)
 
@@ -216,6 +216,30 @@ KEY_IN_SERVER = "in the Jupyter server; this kernel has none"
 KEY_IN_KERNEL = "in this kernel"
 KEY_NOWHERE = "not set"
 
+KEY_SOURCE = "AGENTIK_KEY_SOURCE"
+"""Beside the marker: where the server took its key from (a SOURCE_* value, never the key)."""
+SOURCE_ENVIRONMENT = "environment"
+SOURCE_FILE = "file"
+SOURCE_CONFIG = "config"
+SOURCE_UNREADABLE = "unreadable"
+"""The server was pointed to a key it could not read (a missing LLM_API_KEY_FILE)."""
+SAFER_WAYS = "LLM_API_KEY_FILE (a file the server reads once) or c.AgentikJupyter.api_key in the server's config"
+KEY_ORIGINS = {
+    SOURCE_ENVIRONMENT: (
+        "LLM_API_KEY in the server's environment. Processes of the same user could read it there: whatever "
+        "started the server (a shell, a container's first process, a service) keeps its copy, and outside "
+        "Linux the server's own environment shows it. Safer: " + SAFER_WAYS + " (docs/security.md)"
+    ),
+    SOURCE_FILE: "a file the server read once (LLM_API_KEY_FILE); no process's environment holds it",
+    SOURCE_CONFIG: "the server's config (AgentikJupyter.api_key); no process's environment holds it",
+    SOURCE_UNREADABLE: "the server could not read its key (its log and each turn's error say why); turns fail",
+}
+KEY_ORIGIN_KERNEL = (
+    "LLM_API_KEY in this kernel's environment: code in this kernel (approved run_code, tools, libraries) "
+    "can read it, and so can processes of the same user when the kernel was started with it. Started "
+    "from Jupyter Server with " + SAFER_WAYS + ", the key stays out of the kernel"
+)
+
 NO_SERVER_FOR_KEY_MESSAGE = (
     "The Jupyter server holds the LLM key (AGENTIK_PROVIDER_IN_SERVER=1), but this kernel cannot "
     "find that server (no JPY_PARENT_PID, or no jpserver-<pid>.json in the Jupyter runtime dir): a "
@@ -233,6 +257,33 @@ def key_location(environ: Mapping[str, str] | None = None) -> str:
     if env.get(PROVIDER_IN_SERVER) == "1":
         return KEY_IN_SERVER
     return KEY_NOWHERE
+
+
+def key_origin(environ: Mapping[str, str] | None = None) -> str:
+    """Where the key this kernel's turns use came from, and who else can read it there ("" when
+    unknown: no key, or a server too old to say)."""
+    env = os.environ if environ is None else environ
+    where = key_location(env)
+    if where == KEY_IN_KERNEL:
+        return KEY_ORIGIN_KERNEL
+    if where == KEY_IN_SERVER:
+        return KEY_ORIGINS.get(env.get(KEY_SOURCE, ""), "")
+    return ""
+
+
+def provider_configured(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this kernel's turns have a provider to call, wherever it is: a key in this kernel,
+    or a Jupyter server that holds it (its marker, or `AGENTIK_TRANSPORT=server`). What decides
+    "no provider configured" (the quickstart's demo) asks this, never `LLM_API_KEY` alone: a
+    server that holds the key has taken it out of the kernel's environment."""
+    env = os.environ if environ is None else environ
+    choice = (env.get("AGENTIK_TRANSPORT") or "").strip().lower()
+    if choice == "server":
+        return True
+    where = key_location(env)
+    if choice == "kernel":
+        return where == KEY_IN_KERNEL
+    return where != KEY_NOWHERE
 
 
 class KeyAwareTransport:

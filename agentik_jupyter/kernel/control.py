@@ -14,7 +14,11 @@ and closes it. Actions:
   this comm's open message as its parent, and the extension shows the messages of that parent
   under the failed cell (not saved with the notebook; the session keeps the turn);
 - `rewind_state`, `rewind_preview`, `rewind` `{"session", "turn"}`, `rewind_states` `{"turns"}`:
-  a finished turn's Rewind as the extension draws it (kernel/rewind_requests.py).
+  a finished turn's Rewind as the extension draws it (kernel/rewind_requests.py);
+- `live_cells`: `{"cells"}`, what each agent cell's turn (and the chat panel's cell) shows now, for a
+  page that opens the notebook while the turn runs or after it ended (kernel/live_cells.py);
+- `panel_live` `{"model_id"}`: `{"live"}`, whether the chat panel's widget a saved output names
+  still lives in this kernel (else the extension draws the session's transcript in its place).
 
 A kernel without the extension loaded has no such target: ipykernel closes the comm unanswered,
 which the sidebar reads as "load the extension". The target is registered at `%load_ext`.
@@ -31,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from agentik_jupyter.core import mainloop
 from agentik_jupyter.ids import SESSION_ID_PATTERN, InvalidSessionIdError, is_session_id, shown
 from agentik_jupyter.kernel.comm_targets import register_target, unregister_target
-from agentik_jupyter.notebook.requests import asked_from, page_of
+from agentik_jupyter.kernel.live_cells import shown_cells
+from agentik_jupyter.notebook.requests import asked_from, frontend, page_of
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -97,6 +102,21 @@ async def _rewind(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, An
     return await REWIND_ACTIONS[data["action"]](shell, data)
 
 
+async def _panel_live(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
+    """A widget's model id is its comm's id: the panel lives while that comm is open here."""
+    model_id = data.get("model_id")
+    if not isinstance(model_id, str) or not re.fullmatch(r"[0-9a-f]{1,64}", model_id):
+        return {"ok": False, "error": "That is not a widget's model id."}
+    # load time: comm is there whenever widgets are; the request comes from a page drawing a panel
+    from comm import get_comm_manager
+
+    return {"ok": True, "live": model_id in get_comm_manager().comms}  # (get_comm warns when missing)
+
+
+async def _live_cells(shell: InteractiveShell, data: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "cells": shown_cells(shell)}
+
+
 ACTIONS: dict[str, Action] = {
     "resume": _resume,
     "active": _active,
@@ -105,6 +125,8 @@ ACTIONS: dict[str, Action] = {
     "rewind_states": _rewind,
     "rewind_preview": _rewind,
     "rewind": _rewind,
+    "panel_live": _panel_live,
+    "live_cells": _live_cells,
 }
 
 
@@ -136,6 +158,7 @@ def _opened(shell: InteractiveShell, comm: Any, msg: dict[str, Any]) -> None:
     kernel's main loop, where turns and their sessions live."""
     data = msg.get("content", {}).get("data")
     page = page_of(msg)  # the page that asked: a fix turn's requests to the notebook name it
+    frontend.page_seen()  # only our extension opens this target: a page is there to ask
 
     async def reply() -> None:
         try:

@@ -1,5 +1,7 @@
 """`%load_ext agentik_jupyter`: register the magics, the `await` transformer, the sidebar's
-control comm target (kernel/control.py) and the server routes' turns target (kernel/remote_turns.py).
+control comm target (kernel/control.py), what agent cells show kept for a page opened later
+(kernel/live_cells.py), the server routes' turns target (kernel/remote_turns.py)
+and the MCP endpoint's tools target (kernel/remote_tools.py).
 
 Only IPython is touched here; the agent itself (pydantic, httpx2, SQLite,
 widgets) loads on the first turn.
@@ -11,7 +13,7 @@ import atexit
 import re
 from typing import TYPE_CHECKING
 
-from agentik_jupyter.kernel import control, remote_turns
+from agentik_jupyter.kernel import control, live_cells, remote_tools, remote_turns
 from agentik_jupyter.kernel.magics import CELL_HELPER, LINE_HELPER, AgentMagics
 from agentik_jupyter.notebook import fix as failures
 from agentik_jupyter.notebook import shown_images
@@ -89,7 +91,9 @@ def load(ipython: InteractiveShell) -> None:
     failures.install(ipython)
     shown_images.install(ipython)
     control.register(ipython)
+    live_cells.install(ipython)
     remote_turns.register(ipython)
+    remote_tools.register(ipython)
     atexit.register(_shutdown, ipython)
 
 
@@ -107,7 +111,9 @@ def unload(ipython: InteractiveShell) -> None:
     failures.uninstall(ipython)
     shown_images.uninstall(ipython)
     control.unregister(ipython)
+    live_cells.uninstall(ipython)
     remote_turns.unregister(ipython)
+    remote_tools.unregister(ipython)
     for name in (CELL_HELPER, LINE_HELPER):
         ipython.user_ns.pop(name, None)
         ipython.user_ns_hidden.pop(name, None)

@@ -14,21 +14,23 @@ answers on the comm, one message per event, in the chat route's event vocabulary
 
 A request the kernel refuses is one `refused` `{"status", "error", "message"}`. An interrupt answers
 one `interrupted` `{"stopped"}`: the session's running turn is stopped (as Stop does); turns queued
-behind it still run, as after Stop in the panel. The target is registered at `%load_ext`; a kernel
+behind it still run, as after Stop in the panel. A `moved` `{"from", "to"}` (absolute notebook
+paths) tells the kernel its notebook was renamed or moved: if it runs `from`, it takes `to` as its
+notebook from then on (`JPY_SESSION_NAME`, `__session__`) and, when its sessions file is open,
+moves the file there itself, after the writes already asked for; it answers one `moved`
+`{"followed", "held"}` (`held`: it moved the file, so the server must not). The target is registered at `%load_ext`; a kernel
 without it closes the comm unanswered, which the server reads as "the extension is not loaded".
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import os
+from pathlib import Path
 from typing import Any
 
-from agentik_jupyter.core import mainloop
 from agentik_jupyter.ids import is_session_id, shown
-from agentik_jupyter.kernel.comm_targets import register_target, unregister_target
-
-log = logging.getLogger(__name__)
+from agentik_jupyter.kernel.comm_targets import CommReply, RequestTarget
 
 TARGET = "agentik.turns"
 MAX_CONTENT_CHARS = 100_000
@@ -39,40 +41,7 @@ _routed: dict[asyncio.Task[Any], str] = {}
 before its `prepare` has switched the session's conversation)."""
 
 
-class _Reply:
-    """The comm one request answers on; sends stop quietly once the server closed it."""
-
-    def __init__(self, comm: Any) -> None:
-        self.comm = comm
-        self.open = True
-        comm.on_close(lambda _msg: self._closed())
-
-    def _closed(self) -> None:
-        self.open = False
-
-    def send(self, event: str, **data: Any) -> None:
-        if not self.open:
-            return
-        try:
-            self.comm.send({"event": event, **data})
-        except Exception:
-            self.open = False
-            log.exception("agentik.turns: could not send %s", event)
-
-    def close(self) -> None:
-        if self.open:
-            self.open = False
-            try:
-                self.comm.close()
-            except Exception:
-                log.exception("agentik.turns: could not close the comm")
-
-    def refuse(self, status: int, error: str, message: str) -> None:
-        self.send("refused", status=status, error=error, message=message)
-        self.close()
-
-
-def _send(shell: Any, reply: _Reply, data: dict[str, Any]) -> None:
+def _send(shell: Any, reply: CommReply, data: dict[str, Any]) -> None:
     # load time: the comm is registered at %load_ext; the agent loads when a route asks
     from agentik_jupyter.kernel.agent import get_agent
     from agentik_jupyter.security.scrub import scrub
@@ -140,7 +109,7 @@ def _send(shell: Any, reply: _Reply, data: dict[str, Any]) -> None:
         reply.send("queued", ahead=ahead)
 
 
-def _interrupt(shell: Any, reply: _Reply, data: dict[str, Any]) -> None:
+def _interrupt(shell: Any, reply: CommReply, data: dict[str, Any]) -> None:
     # load time: the comm is registered at %load_ext; the agent loads when a route asks
     from agentik_jupyter.kernel.agent import peek_agent
 
@@ -159,34 +128,39 @@ def _interrupt(shell: Any, reply: _Reply, data: dict[str, Any]) -> None:
     reply.close()
 
 
-def _opened(shell: Any, comm: Any, msg: dict[str, Any]) -> None:
-    """Comm callbacks may run on a subshell thread: turns live on the kernel's main loop."""
-    data = msg.get("content", {}).get("data")
-    reply = _Reply(comm)
+async def _moved(shell: Any, reply: CommReply, data: dict[str, Any]) -> None:
+    # load time: the comm is registered at %load_ext; the agent loads when a route asks
+    from agentik_jupyter.kernel.agent import peek_agent
+    from agentik_jupyter.persistence import find_notebook_path
 
-    async def serve() -> None:
-        action = data.get("action") if isinstance(data, dict) else None
-        try:
-            if action == "send":
-                _send(shell, reply, data)
-            elif action == "interrupt":
-                _interrupt(shell, reply, data)
-            else:
-                reply.refuse(400, "Invalid request", "the actions are send and interrupt")
-        except Exception as exc:
-            # load time: the comm is registered at %load_ext
-            from agentik_jupyter.security.scrub import scrub
-
-            log.exception("agentik.turns: could not serve the request")
-            reply.refuse(500, "Internal error", scrub(f"{type(exc).__name__}: {exc}"))
-
-    mainloop.run_on_main(serve())
+    old, new = data.get("from"), data.get("to")
+    if not all(isinstance(p, str) and os.path.isabs(p) and p.endswith(".ipynb") for p in (old, new)):
+        reply.refuse(400, "Invalid request", "from and to must be absolute notebook paths")
+        return
+    current, _ = find_notebook_path(shell.user_ns, os.environ)
+    followed = held = False
+    if current is not None and os.path.abspath(current) == os.path.abspath(str(old)):
+        os.environ["JPY_SESSION_NAME"] = str(new)
+        shell.user_ns["__session__"] = str(new)
+        agent = peek_agent(shell)
+        followed = True
+        held = await agent.follow_notebook(Path(str(new))) if agent is not None else False
+    reply.send("moved", followed=followed, held=held)
+    reply.close()
 
 
-def register(shell: Any) -> bool:
-    """Open the target in this kernel (False outside a kernel with comms)."""
-    return register_target(shell, TARGET, _opened)
+async def _serve(shell: Any, reply: CommReply, data: dict[str, Any]) -> None:
+    action = data.get("action")
+    if action == "send":
+        _send(shell, reply, data)
+    elif action == "interrupt":
+        _interrupt(shell, reply, data)
+    elif action == "moved":
+        await _moved(shell, reply, data)
+    else:
+        reply.refuse(400, "Invalid request", "the actions are send, interrupt and moved")
 
 
-def unregister(shell: Any) -> None:
-    unregister_target(shell, TARGET)
+requests = RequestTarget(TARGET, _serve)
+register = requests.register
+unregister = requests.unregister

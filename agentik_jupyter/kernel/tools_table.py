@@ -14,6 +14,7 @@ from typing import Any
 
 from agentik_jupyter.tools.approval import ApprovalGate, ToolInfo, describe_tools, format_tools
 from agentik_jupyter.tools.registry import ToolRegistry
+from agentik_jupyter.types import AgentMode
 
 TABLE_STYLE = "border-collapse:collapse;table-layout:auto;margin:0;text-align:left"
 CELL_STYLE = (
@@ -36,9 +37,9 @@ def _row(info: ToolInfo) -> str:
     )
 
 
-def tools_html(registry: ToolRegistry, gate: ApprovalGate | None = None) -> str:
+def tools_html(registry: ToolRegistry, gate: ApprovalGate | None = None, mode: AgentMode | None = None) -> str:
     """The listing as an HTML table (the same tools as `format_tools`)."""
-    rows = describe_tools(registry, gate)
+    rows = describe_tools(registry, gate, mode)
     if not rows:
         return "<p>No tools are registered.</p>"
     head = "".join(f'<th style="{NAME_STYLE}">{name}</th>' for name in ("tool", "policy", "source"))
@@ -52,16 +53,20 @@ def tools_html(registry: ToolRegistry, gate: ApprovalGate | None = None) -> str:
 class ToolsListing:
     """What `%agent tools` displays: the table, and the aligned text beside it."""
 
-    def __init__(self, registry: ToolRegistry, gate: ApprovalGate | None = None) -> None:
+    def __init__(self, registry: ToolRegistry, gate: ApprovalGate | None = None, mode: AgentMode | None = None) -> None:
         self.registry = registry
         self.gate = gate
+        self.mode = mode  # only the tools this mode offers (None: every tool)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {"text/plain": format_tools(self.registry, self.gate), "text/html": tools_html(self.registry, self.gate)}
+        return {
+            "text/plain": format_tools(self.registry, self.gate, self.mode),
+            "text/html": tools_html(self.registry, self.gate, self.mode),
+        }
 
 
-def show_tools(registry: ToolRegistry, gate: ApprovalGate | None = None) -> None:
+def show_tools(registry: ToolRegistry, gate: ApprovalGate | None = None, mode: AgentMode | None = None) -> None:
     """Display the listing in the running cell."""
     from IPython.display import display
 
-    display(ToolsListing(registry, gate))
+    display(ToolsListing(registry, gate, mode))

@@ -6,11 +6,14 @@ import argparse
 import os
 import shlex
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from agentik_jupyter.errors import OptionsError
 
-USAGE = "%%agent [--wait] [--new] [--temp] [--session ID] [--model NAME]"
+if TYPE_CHECKING:
+    from agentik_jupyter.types import AgentMode
+
+USAGE = "%%agent [--wait] [--new] [--temp] [--session ID] [--model NAME] [--mode ask|agent|auto|plan]"
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class TurnOptions:
     temp: bool = False
     session: str | None = None
     model: str | None = None
+    mode: AgentMode | None = None  # this turn's only; the session's mode stays
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +38,7 @@ _parser.add_argument("--new", action="store_true")
 _parser.add_argument("--temp", action="store_true")
 _parser.add_argument("--session")
 _parser.add_argument("--model")
+_parser.add_argument("--mode")
 
 
 def wait_by_default() -> bool:
@@ -47,4 +52,10 @@ def parse_options(line: str) -> TurnOptions:
         raise OptionsError(f"{exc}. Usage: {USAGE}") from None
     args = _parser.parse_args(words)
     wait = (args.wait or wait_by_default()) and not args.no_wait
-    return TurnOptions(wait=wait, new=args.new, temp=args.temp, session=args.session, model=args.model)
+    mode = None
+    if args.mode is not None:
+        # load time: %load_ext stays cheap (modes reads the types, which import pydantic)
+        from agentik_jupyter.tools.modes import parse_mode
+
+        mode = parse_mode(args.mode)
+    return TurnOptions(wait=wait, new=args.new, temp=args.temp, session=args.session, model=args.model, mode=mode)

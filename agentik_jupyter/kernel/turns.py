@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentik_jupyter.errors import OptionsError
 from agentik_jupyter.kernel.agent import get_agent
+from agentik_jupyter.kernel.live_cells import follow_cell
 from agentik_jupyter.kernel.turn_options import TurnOptions, parse_options, wait_by_default
 from agentik_jupyter.notebook import page as frontend
 from agentik_jupyter.notebook.cells import CellAnchor, anchored, asking_cell_id
 from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.tools.modes import label
 from agentik_jupyter.widgets import TurnView
 from agentik_jupyter.widgets.cell_outputs import CellOutputs
 from agentik_jupyter.widgets.publish import can_stream, display_now, update_now
@@ -63,8 +65,11 @@ def start_cell_turn(
     text = scrub(text.rstrip())  # the view shows what the session sends
     agent = get_agent(shell)
     session = agent.session_for(temporary=opts.temp, new=opts.new)
+    mode = label(opts.mode or session.effective_mode)  # the header says it (a restart's session: as resumed)
+    cell_id = asking_cell_id(shell)
+    shown = follow_cell(shell, cell_id)  # a page opened later shows what this cell shows (kernel/live_cells.py)
     if opts.wait:  # the cell runs until the end: the view shows itself once its answer is requested
-        view = TurnView(session, text, wait=True, show=_display, outputs=outputs)
+        view = TurnView(session, text, wait=True, show=_display, outputs=outputs, mode=mode)
     else:  # the cell returns now: the view must be in its output before it does
         handle: Any = None
         rewind_place: Any = None
@@ -72,6 +77,7 @@ def start_cell_turn(
             session,
             text,
             wait=True,
+            mode=mode,
             display=lambda bundle: update_now(handle, bundle),
             rewind_at=None if session.temporary else lambda bundle: update_now(rewind_place, bundle),
         )
@@ -79,7 +85,7 @@ def start_cell_turn(
         if not session.temporary:  # the turn's Rewind control goes below the transcript, in a place shown now
             empty = rewind_bundle() if frontend.rewind_output() else bare(placeholder())  # (no widget if drawn)
             rewind_place = display_now(empty, raw=True, display_id=True)
-    anchor = CellAnchor(cell_id=asking_cell_id(shell), in_request=opts.wait)
+    anchor = CellAnchor(cell_id=cell_id, in_request=opts.wait)
 
     def on_start() -> None:
         session.approval_presenter = view.present_approval
@@ -94,11 +100,14 @@ def start_cell_turn(
             prepare=lambda: agent.prepare(session, new=opts.new, session_id=opts.session),
             on_start=on_start,
             cell_id=anchor.cell_id,
+            mode=opts.mode,
         )
     view.track(task)
     if not opts.wait:
         task.add_done_callback(lambda _: view.finish())
         _transcripts[task] = lambda: update_now(handle, view.finish())
+    if shown is not None:  # (after the view's own callback: its transcript is shown by then)
+        task.add_done_callback(lambda _: shown.end())
     return view, task
 
 

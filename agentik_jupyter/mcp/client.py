@@ -253,8 +253,10 @@ class MCPManager:
         connection.startup_timeout = startup_timeout or DEFAULT_STARTUP_TIMEOUT
 
     def _add(self, name: str, config: ServerConfig | None, target: Any) -> ServerConnection:
+        # only a stdio server writes a stderr log: no folder is made for the others
+        log_path = self._log_path(name) if isinstance(config, StdioServerConfig) else None
         connection = ServerConnection(
-            name=name, config=config, target=target, log_path=self._log_path(name), on_change=self._changed
+            name=name, config=config, target=target, log_path=log_path, on_change=self._changed
         )
         if config is not None:
             connection.policy = config.policy

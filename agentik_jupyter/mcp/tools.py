@@ -58,6 +58,7 @@ class ToolPublisher:
                 policy=self._kept_policies.get(name, connection.policy),
                 source="mcp",
                 origin=origin,
+                read_only=declares_read_only(tool),
             )
             self.registry.add(definition, replace=True)
             names.append(name)
@@ -82,6 +83,15 @@ class ToolPublisher:
 
     def collisions(self, server: str) -> tuple[str, ...]:
         return tuple(self._collisions.get(server, []))
+
+
+def declares_read_only(tool: Any) -> bool:
+    """The server's `readOnlyHint` (what Ask and Plan offer): only an explicit true counts."""
+    annotations = getattr(tool, "annotations", None)
+    if isinstance(annotations, dict):
+        return annotations.get("readOnlyHint") is True
+    # the SDK's field name changed between versions (readOnlyHint, read_only_hint)
+    return any(getattr(annotations, name, None) is True for name in ("read_only_hint", "readOnlyHint"))
 
 
 def _executor(connection: ServerConnection, tool: str, parameters: list[Any]) -> Callable[..., Any]:

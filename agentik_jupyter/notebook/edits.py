@@ -22,12 +22,14 @@ from agentik_jupyter.notebook.cells import ANCHOR
 from agentik_jupyter.notebook.document import NotebookDoc, summarize_output
 from agentik_jupyter.notebook.requests import frontend
 from agentik_jupyter.security import invisible
+from agentik_jupyter.tools.approval import CALLER
 from agentik_jupyter.tools.status import waiting_on
 from agentik_jupyter.types import ToolOutput
 
 DIFF_CONTEXT_LINES = 3
 DIFF_TEXT_CHARS = 6_000
 ACCEPTED = "The user accepted the edit"  # how every accepted edit's result begins (export.py reads it)
+APPLIED = "Applied (Auto mode)"  # how an edit Auto applied at once begins
 REJECTED = "The user rejected the edit"  # how a rejected edit's result begins (its card says "rejected", not ✓)
 
 OUTCOMES = {
@@ -37,6 +39,7 @@ OUTCOMES = {
     "rejected": REJECTED + ": cell {id} is unchanged. Ask what they want instead; do not retry the same edit.",
     "stale": "Refused: cell {id} changed since you read it. Read it again with read_notebook and propose the edit on its current source.",
     "missing": "Refused: there is no cell {id} in the notebook any more. Read the notebook again.",
+    "applied": APPLIED + ": cell {id} now holds the new source (not run), marked as yours; Rewind takes it back.",
 }
 
 
@@ -146,10 +149,13 @@ async def propose_change(
     *,
     checkpoint: Checkpoint | None = None,
     on_applied: Callable[[dict[str, str]], None] | None = None,
+    auto: bool = False,
 ) -> ToolOutput:
     """Show `cell_id` -> `new_source` (None: delete the cell) to the user; the model learns the outcome.
 
     After "Accept and run", `after_run(cell_id)` re-runs the cells that depend on it and says what they showed.
+    `auto` (Auto mode): the page applies the change at once, without a diff to accept, and marks the
+    cell as the agent's; `on_applied` records it as an accepted change is, so Rewind takes it back.
     """
     old = ledger.sources.get(cell_id)
     if old is None:
@@ -160,6 +166,7 @@ async def propose_change(
         raise ValueError(f"the proposed source is the same as cell {cell_id!r}'s current source")
     diff = unified_diff(old, new, cell_id)
     staged = checkpoint(new) if checkpoint is not None and new_source is not None else None
+    by = CALLER.get()
     try:
         reply = await frontend.ask(
             action,
@@ -169,6 +176,8 @@ async def propose_change(
             expected_source=old,
             new_source=new,
             in_request=in_request(),
+            **({"auto": True} if auto else {}),
+            **({"by": by} if by else {}),  # an outside client's edit says whose it is
         )
     except NoFrontend:
         how = "delete the cell" if new_source is None else "replace the cell's source with the proposal"
@@ -187,6 +196,9 @@ async def propose_change(
     finally:
         waiting_on(None)
     status = str(reply.get("status"))
+    applied = status == "applied"  # (Auto: no one was asked)
+    if applied:
+        status = "accepted"
     if status == "accepted_and_run" and staged is not None:
         staged.commit()  # the page ran it: %agent rewind can take it back
     if status in ("accepted", "accepted_and_run") and new_source is not None and on_applied is not None:
@@ -206,13 +218,14 @@ async def propose_change(
                 kind = ledger.types.get(cell_id, "code")
                 on_applied({"kind": "delete", "cell_id": cell_id, "old": old, "cell_type": kind, "after": after or ""})
             ledger.sources.pop(cell_id, None)
-            return ToolOutput(text=f"The user accepted: cell {cell_id} was deleted.", display=_display(diff))
+            said = "Deleted (Auto mode; Rewind puts it back)" if applied else "The user accepted"
+            return ToolOutput(text=f"{said}: cell {cell_id} was deleted.", display=_display(diff))
         ledger.sources[cell_id] = new
     elif status == "stale":
         ledger.sources.pop(cell_id, None)
     if status == "error":
         raise RuntimeError(f"the notebook could not show the change: {reply.get('message', 'unknown error')}")
-    template = OUTCOMES.get(status)
+    template = OUTCOMES.get("applied" if applied else status)
     if template is None:
         raise RuntimeError(f"the notebook extension answered with an unknown status {status!r}")
     return ToolOutput(text=template.format(id=cell_id), display=_display(diff))

@@ -5,8 +5,9 @@ work reproducible. Each `run_code` that the user approved and that finished
 without an error, each edit the user accepted (`edit_cell`: the cell's new source)
 and each cell the agent put in the notebook (`insert_cell`) becomes a code cell, in
 order, under a Markdown cell quoting the question that led to it. Denied and failed
-runs are counted, not exported; rejected edits are left out. The notebook the user
-works in is never written: the export is a new file beside it.
+runs are counted, not exported; rejected edits are left out; so are rewound turns (the
+user took their work back: replaying it would redo what they undid), counted in the
+header. The notebook the user works in is never written: the export is a new file beside it.
 
 A proposed cell is code nobody approved, so it is exported commented out (every line
 `# `-prefixed under a header saying so) unless this kernel ran it: the rule is that its
@@ -27,10 +28,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.notebook.edits import ACCEPTED
-from agentik_jupyter.persistence import AuditEntry
-from agentik_jupyter.types import AssistantMessage, ToolCall, ToolCallRecord, ToolResult, ToolResultRecord, UserMessage
+from agentik_jupyter.persistence import REWOUND_CODE, AuditEntry
+from agentik_jupyter.types import (
+    AssistantMessage,
+    ErrorRecord,
+    ToolCall,
+    ToolCallRecord,
+    ToolResult,
+    ToolResultRecord,
+    UserMessage,
+)
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -52,6 +62,7 @@ class Export:
     code_cells: int = 0
     skipped: int = 0
     unrun: int = 0  # proposed cells this kernel never ran: exported commented out
+    rewound: int = 0  # rewound turns that had code, left out
 
 
 def _markdown(text: str) -> dict[str, Any]:
@@ -152,10 +163,15 @@ def build_export(entries: list[AuditEntry], title: str, inputs: Sequence[str] = 
     runs: list[tuple[str, str]] = []
     export = Export()
     blocks = InputBlocks(inputs)
+    rewound = {e.turn_id for e in entries if isinstance(e.record, ErrorRecord) and e.record.code == REWOUND_CODE}
+    left_out: set[str] = set()
     for entry in entries:
         record = entry.record
+        if entry.turn_id in rewound and isinstance(record, ToolResultRecord):
+            left_out.add(entry.turn_id)
+            continue
         if isinstance(record, UserMessage):
-            questions[entry.turn_id] = record.content
+            questions[entry.turn_id] = shown_text(record.content)  # a fix's traceback, @mentions: not the heading
         elif isinstance(record, AssistantMessage):
             calls.update({c.id: c for c in record.tool_calls or []})
         elif isinstance(record, ToolCallRecord):
@@ -172,13 +188,18 @@ def build_export(entries: list[AuditEntry], title: str, inputs: Sequence[str] = 
             if cell is not None and cell[0].strip():
                 runs.append((entry.turn_id, cell[0].rstrip()))
                 export.unrun += int(cell[1])
-    export.cells.append(
-        _markdown(
-            f"# {title}\n\nThe code the agent ran in this session, the edits you accepted and "
-            "the cells it proposed, in order (exported by `%agent export`). A proposed cell "
-            "this kernel never ran is commented out: read it before you uncomment it."
-        )
+    export.rewound = len(left_out)
+    header = (
+        f"# {title}\n\nThe code the agent ran in this session, the edits you accepted and "
+        "the cells it proposed, in order (exported by `%agent export`). A proposed cell "
+        "this kernel never ran is commented out: read it before you uncomment it."
     )
+    if export.rewound:
+        header += (
+            f"\n\nLeft out: {export.rewound} rewound turn(s), whose work you took back "
+            "(their code is in the sessions file's audit log)."
+        )
+    export.cells.append(_markdown(header))
     shown_turn: str | None = None
     for turn_id, code in runs:
         if turn_id != shown_turn and turn_id in questions:
@@ -274,6 +295,7 @@ async def export_command(agent: ExportingAgent, args: list[str]) -> None:
         print(
             f"agentik: session {conversation_id} has no code, accepted edit or proposed cell to export"
             + (f" ({export.skipped} denied or failed run(s))." if export.skipped else ".")
+            + (f" {export.rewound} rewound turn(s) left out." if export.rewound else "")
         )
         return
     try:
@@ -283,6 +305,8 @@ async def export_command(agent: ExportingAgent, args: list[str]) -> None:
         print(f"agentik: export failed: {exc}")
         return
     note = f"; left out {export.skipped} denied or failed run(s)" if export.skipped else ""
+    if export.rewound:
+        note += f"; left out {export.rewound} rewound turn(s)"
     if export.unrun:
         note += f"; {export.unrun} proposed cell(s) never run here are commented out"
     print(f"agentik: exported {export.code_cells} code cell(s) of session {conversation_id} to {path}{note}.")

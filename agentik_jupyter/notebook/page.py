@@ -4,7 +4,9 @@ The kernel opens a comm to `agentik.frontend` ("hello"); our lab extension (labe
 livetext.ts) registers that target on every notebook kernel connection and answers by opening
 `agentik.frontend.reply` with what it has (`{"live_text": 1}`: the append-only answer widget,
 widgets/live_text.py; `{"rewind": 1}`: it draws a finished turn's Rewind from a plain output,
-widgets/rewind_output.py, so a saved notebook holds no widget under its agent cells). As in notebook/requests.py the answer travels on a comm the frontend
+widgets/rewind_output.py, so a saved notebook holds no widget under its agent cells; `{"panel": 1}`:
+it draws the chat panel's saved place as the session's transcript once the panel's widget is gone,
+widgets/panel.py PANEL_MIME). As in notebook/requests.py the answer travels on a comm the frontend
 opens: every other client of the kernel (a console, VS Code, a second browser without the
 extension) closes a comm whose target it does not know, and that close must not hide the
 answer. No answer (VS Code, nbclassic, nbclient, a kernel without a frontend) keeps every view
@@ -42,6 +44,11 @@ def rewind_output() -> bool:
     return bool(_features.get("rewind"))
 
 
+def panel_output() -> bool:
+    """Whether a frontend of this kernel answered that it draws the chat panel's saved place (PANEL_MIME)."""
+    return bool(_features.get("panel"))
+
+
 def hello() -> None:
     """Ask the frontends what they show (their answer comes later, on REPLY_TARGET)."""
     global _registered
@@ -62,7 +69,7 @@ def _on_reply(comm: Any, msg: dict[str, Any]) -> None:
     """An extension's answer: remember the features it has (only known keys, only ints)."""
     data = (msg.get("content") or {}).get("data") or {}
     if isinstance(data, dict):
-        for feature in ("live_text", "rewind"):
+        for feature in ("live_text", "rewind", "panel"):
             if data.get(feature) == 1:
                 _features[feature] = 1
     comm.close()

@@ -133,6 +133,11 @@ class FrontendNotebook:
     def known_missing(self) -> bool:
         return time.monotonic() < self._missing_until
 
+    def page_seen(self) -> None:
+        """A page with our extension spoke (it opened the notebook again): ask pages again at once,
+        not only once the memory of an earlier silence runs out."""
+        self._missing_until = 0.0
+
     async def ask(
         self,
         action: str,

@@ -10,30 +10,79 @@ nothing the user typed is lost unless they say so.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from agentik_jupyter.core.rewind import RewindPlan, apply_rewind, plan_rewind
-from agentik_jupyter.errors import NoFrontend
+from agentik_jupyter.errors import NoFrontend, NotebookReadError
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
+from agentik_jupyter.notebook.document import NotebookDoc
 from agentik_jupyter.notebook.requests import frontend
+from agentik_jupyter.notebook.tools import load_notebook
 from agentik_jupyter.tools.approval import approval_timeout
 
+FIRST_LINE_CHARS = 40
 
-def preview_lines(changes: list[dict[str, str]]) -> list[str]:
-    """What a rewind would do to the cells (the page is not asked)."""
-    edits = [c["cell_id"] for c in changes if c.get("kind") == "edit"]
-    inserts = [c["cell_id"] for c in changes if c.get("kind") == "insert"]
+
+def cell_name(position: int | None, source: str) -> str:
+    """A cell as the user finds it: its position in the notebook (from 1) and its first line."""
+    lines = (text.strip() for text in source.splitlines() if text.strip() not in ("", PROPOSAL_LINE))
+    line = next(lines, "")
+    if len(line) > FIRST_LINE_CHARS:
+        line = line[: FIRST_LINE_CHARS - 1] + "…"
+    where = f"cell {position}" if position is not None else "cell"
+    return f"{where} {line!r}" if line else f"{where} (empty)"
+
+
+def cell_names(changes: list[dict[str, str]], doc: NotebookDoc | None) -> dict[str, str]:
+    """Each changed cell's name: where it is now and its first line there (a deleted cell, or one the
+    notebook no longer has: its first line as the agent left it, without a position)."""
+    where = {cell.id: (i + 1, cell.source) for i, cell in enumerate(doc.cells)} if doc is not None else {}
+    names: dict[str, str] = {}
+    for change in changes:
+        cell_id = change["cell_id"]
+        if cell_id in names:
+            continue
+        if change.get("kind") != "delete" and cell_id in where:
+            names[cell_id] = cell_name(*where[cell_id])
+        else:
+            left = change.get("old") if change.get("kind") == "delete" else change.get("new", change.get("source"))
+            names[cell_id] = cell_name(None, left or "")
+    return names
+
+
+def preview_lines(changes: list[dict[str, str]], names: dict[str, str]) -> list[str]:
+    """What a rewind would do to the cells, each named as `names` says (`cell_names`)."""
+    edits = [names[c["cell_id"]] for c in changes if c.get("kind") == "edit"]
+    inserts = [names[c["cell_id"]] for c in changes if c.get("kind") == "insert"]
     lines = [
         "cells to revert: " + (", ".join(dict.fromkeys(edits)) or "none"),
         "inserted cells to remove: " + (", ".join(inserts) or "none"),
     ]
-    deletes = [c["cell_id"] for c in changes if c.get("kind") == "delete"]
+    deletes = [names[c["cell_id"]] for c in changes if c.get("kind") == "delete"]
     if deletes:
         lines.append("deleted cells to restore: " + ", ".join(deletes) + " (their source, not their outputs)")
     return lines
 
 
-async def revert_cells(changes: list[dict[str, str]]) -> list[str]:
-    """Undo the changes on the page (newest first); one line each for reverted, removed and left alone."""
+async def _document(session: Any) -> NotebookDoc | None:
+    """The notebook the preview names cells in: the live one when the page answers, else the saved file."""
+    provider = getattr(session, "context_provider", None)
+
+    def path() -> Path | None:
+        context = provider() if provider is not None else None
+        return Path(context.notebook_path) if context is not None and context.notebook_path else None
+
+    try:
+        return await load_notebook(path)
+    except (NotebookReadError, TimeoutError):
+        return None
+
+
+async def revert_cells(changes: list[dict[str, str]], names: dict[str, str] | None = None) -> list[str]:
+    """Undo the changes on the page (newest first); one line each for reverted, removed and left alone,
+    each cell named as the preview named it (`names`; else by its first line)."""
+    named = {**cell_names(changes, None), **(names or {})}
     if not changes:
         return ["cells reverted: none", "inserted cells removed: none"]
     try:
@@ -41,7 +90,7 @@ async def revert_cells(changes: list[dict[str, str]]) -> list[str]:
     except NoFrontend:
         return [
             "cells reverted: none (no agentik notebook extension answered: "
-            + "; ".join(_by_hand(c) for c in changes)
+            + "; ".join(_by_hand(c, named[c["cell_id"]]) for c in changes)
             + ")"
         ]
     except TimeoutError:
@@ -49,17 +98,19 @@ async def revert_cells(changes: list[dict[str, str]]) -> list[str]:
     results: list[dict[str, Any]] = [r for r in reply.get("results") or [] if isinstance(r, dict)]
     outcome = {str(r.get("cell_id")): str(r.get("outcome")) for r in results}
     await _ask_about_changed(changes, outcome)
-    reverted = [c["cell_id"] for c in changes if c["kind"] == "edit" and outcome.get(c["cell_id"]) == "reverted"]
-    removed = [c["cell_id"] for c in changes if c["kind"] == "insert" and outcome.get(c["cell_id"]) == "removed"]
+    reverted = [named[c["cell_id"]] for c in changes if c["kind"] == "edit" and outcome.get(c["cell_id"]) == "reverted"]
+    removed = [named[c["cell_id"]] for c in changes if c["kind"] == "insert" and outcome.get(c["cell_id"]) == "removed"]
     lines = [
         "cells reverted: " + (", ".join(dict.fromkeys(reverted)) or "none"),
         "inserted cells removed: " + (", ".join(removed) or "none"),
     ]
     if any(c["kind"] == "delete" for c in changes):
-        restored = [c["cell_id"] for c in changes if c["kind"] == "delete" and outcome.get(c["cell_id"]) == "restored"]
+        restored = [
+            named[c["cell_id"]] for c in changes if c["kind"] == "delete" and outcome.get(c["cell_id"]) == "restored"
+        ]
         lines.append("deleted cells restored: " + (", ".join(restored) or "none") + " (without their outputs)")
     left = [
-        f"cell {c['cell_id']} ({LEFT.get(outcome.get(c['cell_id'], ''), 'not found')})"
+        f"{named[c['cell_id']]} ({LEFT.get(outcome.get(c['cell_id'], ''), 'not found')})"
         for c in changes
         if outcome.get(c["cell_id"]) not in ("reverted", "removed", "restored")
     ]
@@ -121,18 +172,21 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _by_hand(change: dict[str, str]) -> str:
+def _by_hand(change: dict[str, str], name: str) -> str:
     if change.get("kind") == "delete":
-        return f"restore deleted cell {change['cell_id']} by hand"
+        return f"restore deleted {name} by hand"
     if change.get("kind") == "insert":
-        return f"delete inserted cell {change['cell_id']} by hand"
-    return f"revert cell {change['cell_id']} by hand"
+        return f"delete inserted {name} by hand"
+    return f"revert {name} by hand"
 
 
-async def plan(session: Any, number: int | None = None) -> RewindPlan:
-    """`core.rewind.plan_rewind` with what would happen to the cells."""
+async def plan(session: Any, number: int | None = None, *, shown: bool = True) -> RewindPlan:
+    """`core.rewind.plan_rewind` with what would happen to the cells; a plan `shown` as a preview asks
+    the notebook where the cells are, one done at once (`%agent rewind`) does not."""
     found = await plan_rewind(session, number)
-    found.cell_lines = preview_lines(_changes(session, found))
+    changes = _changes(session, found)
+    found.cell_names = cell_names(changes, await _document(session) if changes and shown else None)
+    found.cell_lines = preview_lines(changes, found.cell_names)
     return found
 
 
@@ -140,7 +194,7 @@ async def rewind(session: Any, planned: RewindPlan) -> RewindPlan:
     """`core.rewind.apply_rewind`, then the cells reverted on the page."""
     changes = _changes(session, planned)
     done = await apply_rewind(session, planned)
-    done.cell_lines = await revert_cells(changes)
+    done.cell_lines = await revert_cells(changes, planned.cell_names)
     return done
 
 

@@ -96,9 +96,12 @@ def make_notebook_tools(
     registry: ToolRegistry | None = None,
     checkpoint: Checkpoint | None = None,
     on_applied: Callable[[dict[str, str]], None] | None = None,
+    auto: Callable[[], bool] | None = None,
 ) -> list[ToolDefinition]:
     """The notebook tools; `approve` asks the user (the kernel's approval gate) for the fix loop's re-runs,
-    under run_cells' policy as `registry` holds it now (`%agent policy run_cells auto` is respected)."""
+    under run_cells' policy as `registry` holds it now (`%agent policy run_cells auto` is respected).
+    `auto()`: the turn is in Auto mode, where edits land without waiting for Accept (Rewind takes them back)."""
+    in_auto = auto or (lambda: False)
     ledger = ReadLedger()
     rerun_tool: list[ToolDefinition] = []
 
@@ -178,6 +181,7 @@ def make_notebook_tools(
             rerun_dependents,
             checkpoint=checkpoint,
             on_applied=on_applied,
+            auto=in_auto(),
         )
 
     async def delete_cell(cell_id: str) -> ToolOutput:
@@ -186,7 +190,7 @@ def make_notebook_tools(
         Args:
             cell_id: the cell's id, as shown by read_notebook
         """
-        return await propose_change(ledger, cell_id, None, _decision_timeout(), on_applied=on_applied)
+        return await propose_change(ledger, cell_id, None, _decision_timeout(), on_applied=on_applied, auto=in_auto())
 
     async def run_cells(cell_ids: list[str]) -> ToolOutput:
         """Re-run existing notebook cells in order (the user approves); answers each one's new outputs.
@@ -212,10 +216,14 @@ def make_notebook_tools(
 
 
 def register_notebook_tools(
-    registry: ToolRegistry, shell: InteractiveShell, notebook_path: NotebookPath, approve: Approve | None = None
+    registry: ToolRegistry,
+    shell: InteractiveShell,
+    notebook_path: NotebookPath,
+    approve: Approve | None = None,
+    auto: Callable[[], bool] | None = None,
 ) -> None:
     """Add insert_cell and the notebook tools, keeping a policy the user changed and a user tool of the same name."""
     checkpoints = checkpoints_for(shell)  # "Accept and run" is checkpointed like run_code; edits are noted
-    tools = make_notebook_tools(notebook_path, approve, registry, checkpoints.stage, checkpoints.note_cell)
+    tools = make_notebook_tools(notebook_path, approve, registry, checkpoints.stage, checkpoints.note_cell, auto)
     for definition in [insert_cell_tool(shell), *tools]:
         add_builtin(registry, definition)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentik_jupyter.persistence.binding import Binding
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.rewind import TurnRow
 from agentik_jupyter.persistence.sqlite_session import INTERRUPTED_MESSAGE, SessionDB
@@ -153,6 +154,16 @@ class AsyncSessionDB:
             if lane.trip is not None:
                 await asyncio.wait([lane.trip])
 
+    async def relocate(self, new_path: Path) -> None:
+        """Move the file after every write asked for before, before any asked for after."""
+        await self._call(self.db.relocate, new_path)
+
+    async def binding(self) -> Binding | None:
+        return await self._call(self.db.binding)
+
+    async def bind_notebook(self, notebook_id: str, origin: str | None = None) -> None:
+        await self._call(self.db.bind_notebook, notebook_id, origin)
+
     async def aclose(self) -> None:
         """Let pending writes land, then close the file."""
         await self.drain()
@@ -160,8 +171,13 @@ class AsyncSessionDB:
 
     # ---- conversations ----
 
-    async def create_conversation(self, title: str | None = None, is_temporal: bool = False) -> ConversationInfo:
-        return await self._call(self.db.create_conversation, title, is_temporal)
+    async def create_conversation(
+        self, title: str | None = None, is_temporal: bool = False, mode: str | None = None
+    ) -> ConversationInfo:
+        return await self._call(self.db.create_conversation, title, is_temporal, mode)
+
+    async def set_mode(self, conversation_id: str, mode: str | None) -> ConversationInfo:
+        return await self._call(self.db.set_mode, conversation_id, mode)
 
     async def get_conversation(self, conversation_id: str) -> ConversationInfo:
         return await self._call(self.db.get_conversation, conversation_id)

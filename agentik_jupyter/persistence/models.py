@@ -24,6 +24,8 @@ class ConversationInfo(_Frozen):
     created_at: float
     updated_at: float
     message_count: int
+    mode: str | None = None
+    """The session's mode as the user set it (ask, agent, auto, plan); None: the default."""
 
 
 class AuditRef(_Frozen):

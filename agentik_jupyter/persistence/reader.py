@@ -19,7 +19,13 @@ from agentik_jupyter.ids import is_session_id, valid_id_sql
 from agentik_jupyter.persistence.models import AuditEntry, AuditPage, ConversationInfo
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.readonly import exists_with_data, read_only
-from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, CURRENT_VERSION, LISTED, LISTED_AND_HIDDEN
+from agentik_jupyter.persistence.schema import (
+    CURRENT_VERSION,
+    LISTED,
+    LISTED_AND_HIDDEN,
+    conversation_info,
+    conversation_select,
+)
 from agentik_jupyter.types import PersistedMessage
 
 PAGE_SIZE = 100
@@ -37,12 +43,6 @@ class SessionList(NamedTuple):
     total: int  # sessions listed, on every page
     hidden: int  # saved sessions not listed because their id is not a session id (a crafted file)
     position: int  # the change position they reflect
-
-
-def _info(row: tuple[Any, ...]) -> ConversationInfo:
-    return ConversationInfo(
-        id=row[0], title=row[1], is_temporal=bool(row[2]), created_at=row[3], updated_at=row[4], message_count=row[5]
-    )
 
 
 def _entry(row: tuple[Any, ...]) -> AuditEntry:
@@ -90,11 +90,14 @@ class SessionReader:
 
         def body(conn: sqlite3.Connection, version: int) -> SessionList:
             rows = conn.execute(
-                CONVERSATION_SELECT + " WHERE " + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
+                conversation_select(version)
+                + " WHERE "
+                + LISTED
+                + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
             total, hidden = conn.execute(LISTED_AND_HIDDEN).fetchone()
-            return SessionList([_info(r) for r in rows], total, hidden, _position(conn, version))
+            return SessionList([conversation_info(r) for r in rows], total, hidden, _position(conn, version))
 
         return self._read(body, SessionList([], 0, 0, 0))
 
@@ -108,9 +111,9 @@ class SessionReader:
         if not is_session_id(conversation_id):
             raise ConversationNotFoundError(conversation_id, self.path)
 
-        def body(conn: sqlite3.Connection, _version: int) -> ConversationInfo | None:
-            row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
-            return _info(row) if row else None
+        def body(conn: sqlite3.Connection, version: int) -> ConversationInfo | None:
+            row = conn.execute(conversation_select(version) + " WHERE c.id = ?", (conversation_id,)).fetchone()
+            return conversation_info(row) if row else None
 
         info = self._read(body, None)
         if info is None:
@@ -160,11 +163,11 @@ class SessionReader:
         return self._read(lambda conn, version: _position(conn, version), 0)
 
     def changes_after(self, position: int, limit: int = EVENTS_PER_READ) -> list[dict[str, Any]]:
-        """Events after ``position``, oldest first: created, renamed, deleted, message.
+        """Events after ``position``, oldest first: created, renamed, deleted, message, mode.
 
         Each is one JSON-ready dict with its ``position``; a message event carries the audit
         row as the history route returns it (messages of sessions deleted since are gone);
-        created/renamed carry the title then and, if it still exists, the session now.
+        created/renamed/mode carry the title then and, if it still exists, the session now.
         Events of rows whose id is not a session id are left out (in SQL), as those rows are.
         """
 
@@ -188,9 +191,9 @@ class SessionReader:
                 else:
                     event["title"] = title
                     if kind != "deleted":  # the session as it is now (absent if deleted since)
-                        row = conn.execute(CONVERSATION_SELECT + " WHERE c.id = ?", (conv,)).fetchone()
+                        row = conn.execute(conversation_select(version) + " WHERE c.id = ?", (conv,)).fetchone()
                         if row is not None:
-                            event["session"] = _info(row).model_dump()
+                            event["session"] = conversation_info(row).model_dump()
                 events.append(event)
             return events
 

@@ -14,6 +14,13 @@ both migrate it and a crash mid-migration leaves the old version intact.
 - v4: ``turn_usage``, one row per turn with the tokens it spent (in, from cache, written to cache,
   out) and the model, so a resumed session keeps its totals and ``%agent usage`` can price them.
   Files from v1-v3 get the empty table: their earlier turns count as unknown, not as zero.
+- v5: ``notebook_binding``, one row naming the notebook the file belongs to (the id in that
+  notebook's ``metadata.agentik.notebook_id``) and where the file came from (``copied from …``), so
+  a notebook that later takes the old name is never handed a stranger's sessions (``binding.py``).
+- v6: ``conversation.mode``, the session's mode (ask, agent, auto, plan) as the user set it; NULL
+  (every earlier session) means the default (``AGENTIK_MODE``, else agent).
+- v7: the change log also numbers a ``mode`` event when a session's mode changes (``%agent mode``, the
+  panel's picker), so a sessions sidebar that follows the log shows the new mode without a reload.
 
 A file whose version is newer than ours, or an SQLite file of someone else's (tables but no
 version), is refused before anything is written: both are read over a read-only connection
@@ -25,9 +32,11 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentik_jupyter.errors import NotASessionDBError, SchemaVersionError
 from agentik_jupyter.ids import valid_id_sql
+from agentik_jupyter.persistence.models import ConversationInfo
 from agentik_jupyter.persistence.readonly import exists_with_data, read_only
 
 
@@ -36,6 +45,42 @@ class Migration:
     version: int
     why: str
     statements: tuple[str, ...]
+
+
+CHANGE_LOG_TRIGGERS = (
+    """CREATE TRIGGER change_log_created AFTER INSERT ON conversation
+            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
+                  VALUES ('created', NEW.id, NEW.title, NEW.created_at); END""",
+    """CREATE TRIGGER change_log_renamed AFTER UPDATE OF title ON conversation
+            WHEN OLD.title IS NOT NEW.title
+            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
+                  VALUES ('renamed', NEW.id, NEW.title, (julianday('now') - 2440587.5) * 86400.0); END""",
+    # A deleted conversation's message events lead nowhere: drop them with it.
+    """CREATE TRIGGER change_log_deleted AFTER DELETE ON conversation
+            BEGIN
+                DELETE FROM change_log WHERE conversation_id = OLD.id AND kind = 'message';
+                INSERT INTO change_log (kind, conversation_id, title, created_at)
+                VALUES ('deleted', OLD.id, OLD.title, (julianday('now') - 2440587.5) * 86400.0);
+            END""",
+    """CREATE TRIGGER change_log_message AFTER INSERT ON message
+            BEGIN INSERT INTO change_log (kind, conversation_id, message_id, created_at)
+                  VALUES ('message', NEW.conversation_id, NEW.id, NEW.created_at); END""",
+)
+"""The change log's triggers (v3); v7 makes them again around the table it rebuilds."""
+
+CHANGE_LOG_KINDS = "'created', 'renamed', 'deleted', 'message'"
+
+
+def change_log_table(name: str, kinds: str) -> str:
+    # AUTOINCREMENT: a position is never reused, even after the newest rows are deleted.
+    return f"""CREATE TABLE {name} (
+                position INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL CHECK (kind IN ({kinds})),
+                conversation_id TEXT NOT NULL,
+                message_id TEXT,
+                title TEXT,
+                created_at REAL NOT NULL
+            )"""
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -92,32 +137,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         3,
         "change_log: numbered created/renamed/deleted/message events, written by triggers",
         (
-            # AUTOINCREMENT: a position is never reused, even after the newest rows are deleted.
-            """CREATE TABLE change_log (
-                position INTEGER PRIMARY KEY AUTOINCREMENT,
-                kind TEXT NOT NULL CHECK (kind IN ('created', 'renamed', 'deleted', 'message')),
-                conversation_id TEXT NOT NULL,
-                message_id TEXT,
-                title TEXT,
-                created_at REAL NOT NULL
-            )""",
-            """CREATE TRIGGER change_log_created AFTER INSERT ON conversation
-            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
-                  VALUES ('created', NEW.id, NEW.title, NEW.created_at); END""",
-            """CREATE TRIGGER change_log_renamed AFTER UPDATE OF title ON conversation
-            WHEN OLD.title IS NOT NEW.title
-            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
-                  VALUES ('renamed', NEW.id, NEW.title, (julianday('now') - 2440587.5) * 86400.0); END""",
-            # A deleted conversation's message events lead nowhere: drop them with it.
-            """CREATE TRIGGER change_log_deleted AFTER DELETE ON conversation
-            BEGIN
-                DELETE FROM change_log WHERE conversation_id = OLD.id AND kind = 'message';
-                INSERT INTO change_log (kind, conversation_id, title, created_at)
-                VALUES ('deleted', OLD.id, OLD.title, (julianday('now') - 2440587.5) * 86400.0);
-            END""",
-            """CREATE TRIGGER change_log_message AFTER INSERT ON message
-            BEGIN INSERT INTO change_log (kind, conversation_id, message_id, created_at)
-                  VALUES ('message', NEW.conversation_id, NEW.id, NEW.created_at); END""",
+            change_log_table("change_log", CHANGE_LOG_KINDS),
+            *CHANGE_LOG_TRIGGERS,
         ),
     ),
     Migration(
@@ -136,6 +157,49 @@ MIGRATIONS: tuple[Migration, ...] = (
                 created_at REAL NOT NULL,
                 PRIMARY KEY (conversation_id, turn_id)
             )""",
+        ),
+    ),
+    Migration(
+        5,
+        "notebook_binding: the id of the notebook this file belongs to, and where the file came from",
+        (
+            """CREATE TABLE notebook_binding (
+                only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+                notebook_id TEXT NOT NULL,
+                origin TEXT,
+                bound_at REAL NOT NULL
+            )""",
+        ),
+    ),
+    Migration(
+        6,
+        "conversation.mode: the session's mode as the user set it (NULL: the default)",
+        (
+            """ALTER TABLE conversation ADD COLUMN mode TEXT
+                CHECK (mode IS NULL OR mode IN ('ask', 'agent', 'auto', 'plan'))""",
+        ),
+    ),
+    Migration(
+        7,
+        "change_log: a 'mode' event when a session's mode changes (the table rebuilt for its new kind)",
+        (
+            # SQLite can't change a CHECK in place: the table is copied into one that allows 'mode', with
+            # its positions and its AUTOINCREMENT counter, and the triggers that write to it are made
+            # again around it (a trigger naming a table that is gone for a moment stops the rename).
+            *(f"DROP TRIGGER change_log_{name}" for name in ("created", "renamed", "deleted", "message")),
+            change_log_table("change_log_v7", CHANGE_LOG_KINDS + ", 'mode'"),
+            "INSERT INTO change_log_v7 SELECT position, kind, conversation_id, message_id, title, created_at"
+            " FROM change_log",
+            "DELETE FROM sqlite_sequence WHERE name = 'change_log_v7'",
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'change_log_v7', seq FROM sqlite_sequence"
+            " WHERE name = 'change_log'",
+            "DROP TABLE change_log",
+            "ALTER TABLE change_log_v7 RENAME TO change_log",
+            *CHANGE_LOG_TRIGGERS,
+            """CREATE TRIGGER change_log_mode AFTER UPDATE OF mode ON conversation
+            WHEN OLD.mode IS NOT NEW.mode
+            BEGIN INSERT INTO change_log (kind, conversation_id, title, created_at)
+                  VALUES ('mode', NEW.id, NEW.title, (julianday('now') - 2440587.5) * 86400.0); END""",
         ),
     ),
 )
@@ -198,14 +262,41 @@ def migrate(conn: sqlite3.Connection, path: Path, target: int = CURRENT_VERSION)
     return version
 
 
-CONVERSATION_SELECT = """
+MODE_VERSION = 6
+"""The first version with `conversation.mode`: the server's reader reads older files as they are."""
+
+
+def conversation_select(version: int = CURRENT_VERSION) -> str:
+    """A conversation row as ConversationInfo reads it: id, title, is_temporal, created, updated, the
+    message_count (user and assistant rows), then the mode (NULL in a file older than MODE_VERSION).
+    The kernels' SessionDB and the server's read-only SessionReader append their WHERE clauses."""
+    mode = "c.mode" if version >= MODE_VERSION else "NULL"
+    return f"""
     SELECT c.id, c.title, c.is_temporal, c.created_at, c.updated_at,
            (SELECT count(*) FROM message m
-             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant'))
+             WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant')),
+           {mode}
     FROM conversation c
 """
-"""A conversation row as ConversationInfo reads it (message_count counts user and assistant rows);
-the kernels' SessionDB and the server's read-only SessionReader append their WHERE clauses."""
+
+
+CONVERSATION_SELECT = conversation_select()
+"""The row in a file at the current version (a kernel's SessionDB migrates before it reads)."""
+
+
+def conversation_info(row: tuple[Any, ...]) -> ConversationInfo:
+    """A row of `conversation_select()` as the kernel and the server list it."""
+    return ConversationInfo(
+        id=row[0],
+        title=row[1],
+        is_temporal=bool(row[2]),
+        created_at=row[3],
+        updated_at=row[4],
+        message_count=row[5],
+        mode=row[6],
+    )
+
+
 LISTED = "c.is_temporal = 0 AND " + valid_id_sql("c.id")
 """Sessions listed and resumed, by the kernel and the server alike: saved ones whose id is a
 session id (ids.py); a crafted file's other rows are never offered."""

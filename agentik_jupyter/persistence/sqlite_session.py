@@ -14,6 +14,7 @@ are never written: keep them in memory and do not call this store for them.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from agentik_jupyter.errors import (
     TurnStateError,
 )
 from agentik_jupyter.ids import is_session_id, valid_id_sql
+from agentik_jupyter.persistence.binding import Binding, binding_row, write_binding
 from agentik_jupyter.persistence.budget import (
     CachedEstimate,
     TokenEstimator,
@@ -46,8 +48,9 @@ from agentik_jupyter.persistence.connection import (
 from agentik_jupyter.persistence.models import AuditPage, AuditRef, ConversationInfo, TurnUsage
 from agentik_jupyter.persistence.pages import read_page
 from agentik_jupyter.persistence.pairing import check_turn, complete_pairs
+from agentik_jupyter.persistence.relocate import move_sessions_file
 from agentik_jupyter.persistence.rewind import REWOUND_CODE, TurnRow, drop_working, list_turns
-from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, migrate
+from agentik_jupyter.persistence.schema import CONVERSATION_SELECT, LISTED, check_version, conversation_info, migrate
 from agentik_jupyter.persistence.usage import record_usage, turn_usages
 from agentik_jupyter.persistence.working import insert_working, is_committed, replace_working
 from agentik_jupyter.security.scrub import scrub
@@ -69,17 +72,6 @@ def default_title(text: str, limit: int = TITLE_MAX_CHARS) -> str | None:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def _info(row: tuple) -> ConversationInfo:
-    return ConversationInfo(
-        id=row[0],
-        title=row[1],
-        is_temporal=bool(row[2]),
-        created_at=row[3],
-        updated_at=row[4],
-        message_count=row[5],
-    )
-
-
 class SessionDB:
     """All sessions of one notebook, in one SQLite file; safe to share with other processes."""
 
@@ -95,6 +87,7 @@ class SessionDB:
         self.estimator = estimator
         self._costs = CachedEstimate(lambda payload: estimator(wire_text(ChatMessage.model_validate_json(payload))))
         self._retry_deadline_s = retry_deadline_s
+        self._busy_timeout_s = busy_timeout_s
         self._lock = threading.Lock()
         check_version(self.path)
         self._conn: sqlite3.Connection | None = connect(self.path, busy_timeout_s)
@@ -114,6 +107,26 @@ class SessionDB:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    def relocate(self, new_path: Path) -> None:
+        """Move the file (side files too, no committed row left behind) and go on writing there."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()  # ours closed first, so the checkpoint can empty the WAL
+                self._conn = None
+            try:
+                # (already there when its folder was renamed: the files went with it)
+                if move_sessions_file(self.path, new_path) or os.path.lexists(new_path):
+                    self.path = new_path
+            finally:
+                self._conn = connect(self.path, self._busy_timeout_s)
+
+    def binding(self) -> Binding | None:
+        """The notebook this file belongs to (binding.py), if it records one."""
+        return self._read(binding_row)
+
+    def bind_notebook(self, notebook_id: str, origin: str | None = None) -> None:
+        self._write(lambda conn: write_binding(conn, notebook_id, origin))
 
     def __enter__(self) -> SessionDB:
         return self
@@ -191,23 +204,26 @@ class SessionDB:
 
     # ---- conversations ----
 
-    def create_conversation(self, title: str | None = None, is_temporal: bool = False) -> ConversationInfo:
+    def create_conversation(
+        self, title: str | None = None, is_temporal: bool = False, mode: str | None = None
+    ) -> ConversationInfo:
         """A new, empty session; without a title it takes the first user message's first line."""
         conversation_id = new_id("conv_")
         stamp = now()
 
         def body(conn: sqlite3.Connection) -> ConversationInfo:
             conn.execute(
-                "INSERT INTO conversation (id, title, is_temporal, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                (conversation_id, title, int(is_temporal), stamp, stamp),
+                "INSERT INTO conversation (id, title, is_temporal, created_at, updated_at, mode)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (conversation_id, title, int(is_temporal), stamp, stamp, mode),
             )
-            return _info(self._conversation_row(conn, conversation_id))
+            return conversation_info(self._conversation_row(conn, conversation_id))
 
         return self._write(body)
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         """The session with this id; raises ConversationNotFoundError."""
-        return self._read(lambda conn: _info(self._conversation_row(conn, conversation_id)))
+        return self._read(lambda conn: conversation_info(self._conversation_row(conn, conversation_id)))
 
     def latest_conversation(self) -> ConversationInfo | None:
         """The most recently updated non-temporary session: the one ``%%agent`` resumes."""
@@ -216,7 +232,7 @@ class SessionDB:
             row = conn.execute(
                 CONVERSATION_SELECT + " WHERE " + LISTED + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT 1"
             ).fetchone()
-            return _info(row) if row else None
+            return conversation_info(row) if row else None
 
         return self._read(body)
 
@@ -226,7 +242,7 @@ class SessionDB:
         """Sessions, most recently updated first, with their message counts."""
         where = " WHERE " + (valid_id_sql("c.id") if include_temporal else LISTED)
         sql = CONVERSATION_SELECT + where + " ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?"
-        return self._read(lambda conn: [_info(row) for row in conn.execute(sql, (limit, offset))])
+        return self._read(lambda conn: [conversation_info(row) for row in conn.execute(sql, (limit, offset))])
 
     def rename_conversation(self, conversation_id: str, title: str | None) -> ConversationInfo:
         """Set the title (blank clears it) and bump updated_at, as the spec's rename does."""
@@ -237,7 +253,17 @@ class SessionDB:
             conn.execute(
                 "UPDATE conversation SET title = ?, updated_at = ? WHERE id = ?", (clean, now(), conversation_id)
             )
-            return _info(self._conversation_row(conn, conversation_id))
+            return conversation_info(self._conversation_row(conn, conversation_id))
+
+        return self._write(body)
+
+    def set_mode(self, conversation_id: str, mode: str | None) -> ConversationInfo:
+        """Save the session's mode (None: back to the default); the session's place in the list stays."""
+
+        def body(conn: sqlite3.Connection) -> ConversationInfo:
+            self._conversation_row(conn, conversation_id)
+            conn.execute("UPDATE conversation SET mode = ? WHERE id = ?", (mode, conversation_id))
+            return conversation_info(self._conversation_row(conn, conversation_id))
 
         return self._write(body)
 

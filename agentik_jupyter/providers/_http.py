@@ -252,25 +252,36 @@ def error_from_transport(exc: Exception, url: str, *, in_stream: bool) -> Provid
     return ProviderConnectionError(f"HTTP request to {url} failed ({detail}).")
 
 
+def json_request(
+    client: httpx2.AsyncClient, url: str, headers: Mapping[str, str], body: dict[str, Any] | bytes
+) -> httpx2.Request:
+    """The POST of a JSON body; given as bytes, sent with the same headers in the same order
+    as httpx2's `json=` (Content-Length, then Content-Type, after the caller's)."""
+    if not isinstance(body, bytes):
+        return client.build_request("POST", url, headers=headers, json=body)
+    request = client.build_request("POST", url, headers=headers, content=body)
+    request.headers["Content-Type"] = "application/json"
+    return request
+
+
 @asynccontextmanager
 async def open_response(
     client: httpx2.AsyncClient,
     url: str,
     *,
     headers: Mapping[str, str],
-    body: dict[str, Any],
+    body: dict[str, Any] | bytes,
     retry: RetryPolicy,
 ) -> AsyncIterator[httpx2.Response]:
-    """POST `body` and yield a successful streaming response, retrying per `retry`.
+    """POST `body` (a JSON value, or its bytes) and yield a successful streaming response,
+    retrying per `retry`.
 
     Errors raised while the caller reads the body are not retried here.
     """
     attempt = 0
     while True:
         try:
-            response = await client.send(
-                client.build_request("POST", url, headers=headers, json=body), stream=True, follow_redirects=False
-            )
+            response = await client.send(json_request(client, url, headers, body), stream=True, follow_redirects=False)
         except httpx2.HTTPError as exc:
             error = error_from_transport(exc, url, in_stream=False)
         else:

@@ -20,6 +20,7 @@ from agentik_jupyter.providers._openai_assembly import ChatCompletionAccumulator
 from agentik_jupyter.providers._read_ahead import Assembled, feed_each, read_ahead
 from agentik_jupyter.providers._streaming import AnswerLimit, EventDecoder, cut_short, is_event_stream, read_json_object
 from agentik_jupyter.providers._text_template import TextTemplate
+from agentik_jupyter.providers._wire_json import WireJSON
 from agentik_jupyter.providers.base import ChatParams, ProviderChatResponse, ProviderDelta, StreamDone, collect
 from agentik_jupyter.security.urls import redact_url
 from agentik_jupyter.types import ChatMessage, ImagePart, ToolSchema
@@ -179,6 +180,7 @@ class OpenAICompatibleAdapter:
         self.prompt_cache_key = prompt_cache_key
         self.retry = retry or RetryPolicy()
         self._clients = ClientHolder(client, timeouts)
+        self._wire = WireJSON()  # the history's JSON, serialised once (`_wire_json`)
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleAdapter(base_url={redact_url(self.base_url)!r})"  # no proxy password or query key
@@ -220,7 +222,7 @@ class OpenAICompatibleAdapter:
         await self._clients.aclose()
 
     async def _run(self, params: ChatParams, *, stream: bool) -> AsyncIterator[ProviderDelta]:
-        body = self.build_body(params, stream=stream)
+        body = self._wire.body(self.build_body(params, stream=stream))
         client = self._clients.get()
         async with open_response(
             client, self.url, headers=self.headers(stream=stream), body=body, retry=self.retry

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -100,3 +101,31 @@ def price_of(model: str | None, environ: Mapping[str, str] | None = None) -> Pri
         if needle in name:
             return price
     return None
+
+
+class Spent(Protocol):
+    """Tokens one turn spent, and the model that spent them (persistence's TurnUsage)."""
+
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def cached_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+
+
+def cost_of(turns: Sequence[Spent], environ: Mapping[str, str] | None = None) -> float | None:
+    """Dollars these turns cost at list prices, each priced by its own model; None when a model's
+    price is unknown. A bad AGENTIK_PRICES raises PricesError."""
+    prices = [price_of(t.model, environ) for t in turns]
+    if any(p is None for p in prices):
+        return None
+    return sum(
+        p.cost(t.input_tokens, t.cached_tokens, t.cache_write_tokens, t.output_tokens)
+        for t, p in zip(turns, prices, strict=True)
+        if p is not None
+    )

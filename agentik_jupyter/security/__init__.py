@@ -6,4 +6,5 @@
 `stream` does the same for text that arrives in pieces (a key split across deltas);
 `trust` decides whether a project file (an `mcp.json` beside a notebook) may act;
 `invisible` shows characters a reader cannot see (Trojan Source) as badges on everything the user approves.
+`proc_hide` wipes secrets from what /proc shows of this process and makes it non-dumpable (the Jupyter server).
 """

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentik_jupyter.server.follow import NotebookFollower
 from agentik_jupyter.server.handlers import setup_handlers
-from agentik_jupyter.server.provider_env import take_provider_secrets
+from agentik_jupyter.server.mcp_endpoint import MANAGER_SETTING
+from agentik_jupyter.server.provider_env import hold_provider_key
 from agentik_jupyter.server.turns import LINKS_SETTING
 
 
@@ -26,18 +28,19 @@ def hide_sqlite_companions(contents_manager: Any) -> None:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    taken = take_provider_secrets()
-    if taken:
-        serverapp.log.info(
-            "agentik_jupyter: the server holds %s; kernels it starts have none and use its chat route",
-            ", ".join(taken),
-        )
+    hold_provider_key(getattr(serverapp, "config", None), serverapp.log)
     setup_handlers(serverapp.web_app, serverapp)
     hide_sqlite_companions(getattr(serverapp, "contents_manager", None))
-    serverapp.log.info("agentik_jupyter: /agentik/api/chat, /agentik/api/sessions and /agentik/api/events ready")
+    NotebookFollower(serverapp).install()
+    serverapp.log.info(
+        "agentik_jupyter: /agentik/api/chat, /agentik/api/sessions, /agentik/api/events and /agentik/mcp ready"
+    )
 
 
 def _unload_jupyter_server_extension(serverapp: Any) -> None:
+    endpoint = serverapp.web_app.settings.pop(MANAGER_SETTING, None)
+    if endpoint is not None:
+        endpoint.stop()
     links = serverapp.web_app.settings.pop(LINKS_SETTING, None)
     if links is not None:
         links.stop()

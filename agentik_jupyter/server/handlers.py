@@ -11,10 +11,11 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado.iostream import StreamClosedError
 
-from agentik_jupyter.core.chat_route import error_body, handle, load_body
-from agentik_jupyter.errors import ChatRouteError
+from agentik_jupyter.core.chat_route import MISSING_CONFIGURATION, error_body, handle, load_body
+from agentik_jupyter.errors import ChatRouteError, ConfigurationError
 from agentik_jupyter.server.base import AgentikHandler
 from agentik_jupyter.server.limits import max_body_bytes, too_large_body
+from agentik_jupyter.server.mcp_endpoint import MCPHandler
 from agentik_jupyter.server.provider_env import provider_environ
 from agentik_jupyter.server.sessions import EventsHandler, SessionHandler, SessionsHandler
 from agentik_jupyter.server.sse import EVENT_STREAM, chat_events, encode, normalise, parse, wants_event_stream
@@ -66,11 +67,17 @@ class ChatHandler(AgentikHandler):
         except ChatRouteError as exc:
             self._reply(exc.status, exc.body)
             return
+        try:
+            environ = provider_environ()
+        except ConfigurationError as exc:  # the key file the server could not read
+            self._log_failure(502, {"error": MISSING_CONFIGURATION, "message": exc.message})
+            self._reply(502, {"error": MISSING_CONFIGURATION, "message": exc.message})
+            return
         if wants_event_stream(self.request.headers.get("Accept")):
-            await self._stream(body)
+            await self._stream(body, environ)
             return
         try:
-            result = await handle(body, environ=provider_environ())
+            result = await handle(body, environ=environ)
         except ChatRouteError as exc:
             self._log_failure(exc.status, exc.body)
             self._reply(exc.status, exc.body)
@@ -91,7 +98,7 @@ class ChatHandler(AgentikHandler):
         self.set_status(status)
         self.finish(json.dumps(body))
 
-    async def _stream(self, body: Any) -> None:
+    async def _stream(self, body: Any, environ: dict[str, str]) -> None:
         try:
             request = parse(body)
         except ChatRouteError as exc:
@@ -101,7 +108,7 @@ class ChatHandler(AgentikHandler):
         if tools is None:
             tools = default_registry.to_tool_schemas()
         self.start_event_stream()
-        self._turn = asyncio.ensure_future(self._pump(request, tools))
+        self._turn = asyncio.ensure_future(self._pump(request, tools, environ))
         try:
             await self._turn
         except (asyncio.CancelledError, StreamClosedError):
@@ -109,7 +116,7 @@ class ChatHandler(AgentikHandler):
         if not self._finished:
             self.finish(set_content_type=EVENT_STREAM)
 
-    async def _pump(self, request: Any, tools: Any) -> None:
+    async def _pump(self, request: Any, tools: Any, environ: dict[str, str]) -> None:
         """Write the events as they come; what arrived while the last flush was on its way goes out
         in the next one, consecutive text joined into one event. At a model's pace every delta is
         its own event at once; a model faster than the socket costs one flush per batch, not per token."""
@@ -117,7 +124,7 @@ class ChatHandler(AgentikHandler):
 
         async def produce() -> None:
             try:
-                async for item in chat_events(request, tools, environ=provider_environ()):
+                async for item in chat_events(request, tools, environ=environ):
                     ready.put_nowait(item)
             finally:
                 ready.put_nowait(None)
@@ -183,5 +190,6 @@ def setup_handlers(web_app: Any, serverapp: Any = None) -> None:
             (url_path_join(base, r"agentik/api/sessions/([^/]+)"), SessionHandler),
             (url_path_join(base, r"agentik/api/sessions/([^/]+)/messages"), MessagesHandler),
             (url_path_join(base, r"agentik/api/sessions/([^/]+)/interrupt"), InterruptHandler),
+            (url_path_join(base, "agentik/mcp"), MCPHandler),
         ],
     )

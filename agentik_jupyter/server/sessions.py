@@ -172,7 +172,7 @@ def _write(path: Path, change: Any) -> Any:
 
 
 class EventsHandler(_SessionsBase):
-    """GET ?path=nb.ipynb[&after=POSITION] -> SSE: created, renamed, deleted, message (id = position)."""
+    """GET ?path=nb.ipynb[&after=POSITION] -> SSE: created, renamed, deleted, message, mode (id = position)."""
 
     _closed: asyncio.Event | None = None
 

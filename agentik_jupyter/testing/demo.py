@@ -10,10 +10,13 @@ writes is checked to compile (demo_code.py); what it understands is in `MENU`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
 from agentik_jupyter.core.compaction import SUMMARY_HEADING
+from agentik_jupyter.core.transport import KEY_IN_KERNEL, key_location, provider_configured
+from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.testing.demo_code import (
     STOPWORDS,
     column_in,
@@ -24,8 +27,11 @@ from agentik_jupyter.testing.demo_code import (
     valid,
     with_comment,
 )
+from agentik_jupyter.testing.demo_images import received
 from agentik_jupyter.testing.demo_notebook import (
     cell_source,
+    delete_target,
+    deletion_sentence,
     edit_target,
     fix_details,
     notebook_summary,
@@ -36,6 +42,7 @@ from agentik_jupyter.testing.fake_server import FakeLLMServer
 from agentik_jupyter.testing.replies import RecordedRequest, Reply
 
 DEMO_MODEL = "agentik-demo"
+DEMO_KEY = "demo-key-not-secret"
 _server: FakeLLMServer | None = None
 
 LONG_ANSWER = " ".join(
@@ -62,6 +69,7 @@ BUILTIN = frozenset(
     ).split()
 )
 _WORDS = {
+    "delete": ("delete", "remove"),
     "plot": ("plot", "chart", "histogram", "graph", "visuali", "draw"),
     "edit": ("edit", "change", "rewrite", "comment", "document", "tidy"),
     "insert": ("insert", "new cell", "add a cell", "write a cell", "give me code", "write code"),
@@ -190,6 +198,26 @@ def _edit(asked: Asked) -> Reply:
     )
 
 
+def _delete(asked: Asked) -> Reply:
+    """Read the notebook, then propose deleting the cell the question names (the user accepts or
+    rejects it on the cell); a question that names no one cell deletes nothing."""
+    reads = [s for s in asked.steps if s.name == "read_notebook" and not s.failed]
+    last = asked.last()
+    if last is not None and last.name == "delete_cell":
+        return Reply.text(deletion_sentence(last))
+    if not reads:
+        return _call("read_notebook", {}, "Let me read the notebook first. ")
+    target, which = delete_target(reads[-1].result, asked.question)
+    if target is None:
+        return Reply.text(f"I deleted nothing: {which}.")
+    return _call("delete_cell", {"cell_id": target}, f"I propose deleting {which} (`{target}`). ")
+
+
+def _deleting(asked: Asked) -> bool:
+    low = asked.question.lower()
+    return _has(low, "delete") and "cell" in low and {"read_notebook", "delete_cell"} <= asked.offered
+
+
 def _mentioned(asked: Asked) -> Reply:
     """An @mention attached the data: answer from it, no tool call needed."""
     mentioned = set(re.findall(r"@(\w+)", asked.question.lower()))
@@ -256,6 +284,8 @@ def _first_step(asked: Asked) -> Reply:
     column = column_in(question, frame)
     if _has(low, "plot") and frame is not None and "run_code" in offered:
         return _call("run_code", {"code": plot_code(frame, column)}, "Let me plot it (you approve the code first). ")
+    if _deleting(asked):
+        return _delete(asked)
     if _has(low, "edit") and "cell" in low and "read_notebook" in offered and "edit_cell" in offered:
         return _edit(asked)
     if _has(low, "insert") and "insert_cell" in offered:
@@ -295,6 +325,17 @@ def _first_step(asked: Asked) -> Reply:
     return Reply.text(MENU)
 
 
+def _with_images(asked: Asked, reply: Reply) -> Reply:
+    """The first answer to a question with images says they arrived (the demo cannot see them): alone
+    when the question asks nothing else it understands, else before what it does."""
+    if not asked.images:
+        return reply
+    said = received(asked.images)
+    if reply.content == MENU and not reply.calls:
+        return Reply.text(f"{said}\n\nAsk me about your data to see what I can do: *Which variables do I have?*")
+    return dataclasses.replace(reply, content=f"{said}\n\n{reply.content}")
+
+
 def compaction_summary(request_text: str) -> str:
     """The demo's summary for a compaction: an earlier summary's points, then the questions asked
     and the first line of each answer (their numbers included), as bullet points."""
@@ -325,10 +366,12 @@ def demo_responder(request: RecordedRequest) -> Reply:
     explicit = _user_tool(asked)
     last = asked.last()
     if last is None:
-        return explicit or _first_step(asked)
+        return _with_images(asked, explicit or _first_step(asked))
     if last.failed or last.denied:
         return _after_failure(last)
     low = asked.question.lower()
+    if _deleting(asked) and last.name in ("read_notebook", "delete_cell") and len(asked.steps) < MAX_STEPS:
+        return _delete(asked)
     if (
         _has(low, "edit")
         and "cell" in low
@@ -339,12 +382,29 @@ def demo_responder(request: RecordedRequest) -> Reply:
     return _summary(last)
 
 
+def _in_use() -> bool:
+    """LLM_* point at the demo model already (a second `start()` in the same kernel)."""
+    return os.environ.get("LLM_MODEL") == DEMO_MODEL and os.environ.get("LLM_API_KEY") == DEMO_KEY
+
+
 def start(*, chunk_delay: float = 0.01, provider: str = "openai-compatible") -> FakeLLMServer:
-    """Start the demo model on 127.0.0.1 and point LLM_* at it (once per process)."""
+    """Start the demo model on 127.0.0.1 and point LLM_* at it (once per process).
+
+    Refuses (ConfigurationError) when a provider is configured, in this kernel or in the Jupyter
+    server that holds its key: the demo never replaces the user's own model."""
     global _server
+    if not _in_use() and provider_configured():
+        in_kernel = key_location() == KEY_IN_KERNEL
+        where = "this kernel" if in_kernel else "the Jupyter server"
+        instead = "unset LLM_API_KEY in this kernel (%env LLM_API_KEY=)" if in_kernel else "start Jupyter without it"
+        raise ConfigurationError(
+            f"A provider is configured ({os.environ.get('LLM_MODEL') or 'LLM_* set'}, its key in {where}), "
+            f"so the demo model was not started: it would replace your model. Ask away with %%agent. "
+            f"For the demo instead, {instead}."
+        )
     if _server is None:
         _server = FakeLLMServer(chunk_delay=chunk_delay, responder=demo_responder).start()
-    os.environ.update(_server.env(provider, model=DEMO_MODEL, api_key="demo-key-not-secret"))
+    os.environ.update(_server.env(provider, model=DEMO_MODEL, api_key=DEMO_KEY))
     return _server
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.testing.demo_reading import Step
 
 _HEAD = re.compile(r"^\[(\d+)\] id=(\S+) (code|markdown|raw)(?:, In \[\d+\])?$")
@@ -94,6 +95,48 @@ def edit_target(overview: str, question: str, variables: list[str]) -> str | Non
                 if re.search(rf"^\s*{re.escape(name)}\s*(?:\[[^\]]*\])?\s*=(?!=)", src, re.M):
                     return cid
     return code[-1][0] if code else None
+
+
+_NAMED_TEXT = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
+_MARKER = re.compile(r"\b(?=\w*[\d_])[A-Za-z_]\w{3,}\b")
+
+
+def delete_target(overview: str, question: str) -> tuple[str | None, str]:
+    """(the cell the question asks to delete, or None; why): a cell named by id, else the one cell
+    that holds the text the question quotes or a name-like word of it (`soakd37x5`, `old_total`),
+    else the last cell the agent inserted when the question says so. Never a guess: a text that
+    several cells hold names none of them."""
+    candidates = [(cid, src) for cid, _, src in cells(overview) if not _is_agent_cell(src)]
+    for cid, _ in candidates:
+        if re.search(rf"(?<![\w-]){re.escape(cid)}(?![\w-])", question):
+            return cid, f"cell `{cid}`"
+    named = [next(g for g in m.groups() if g) for m in _NAMED_TEXT.finditer(question)]
+    for text in named + _MARKER.findall(question):
+        holding = [cid for cid, src in candidates if text in src]
+        if len(holding) == 1:
+            return holding[0], f"the cell that holds `{text}`"
+        if len(holding) > 1:
+            return None, f"{len(holding)} cells hold `{text}`, so I cannot tell which one you mean; name it by its id"
+    if re.search(r"\b(you|agent) (inserted|added|proposed|wrote)\b|\binserted\b", question, re.I):
+        inserted = [cid for cid, src in candidates if src.startswith(PROPOSAL_LINE)]
+        if inserted:
+            return inserted[-1], "the last cell I inserted"
+    return None, "no cell matches what you describe; name it by its id or quote a text it holds"
+
+
+def deletion_sentence(step: Step) -> str:
+    """What became of a delete_cell proposal, for the user."""
+    text = step.result
+    if "was deleted" in text:
+        return "You accepted: the cell is deleted."
+    if "rejected" in text:
+        return "You rejected the deletion, so the cell stays as it was."
+    if text.startswith("Not applied"):
+        return (
+            "This frontend cannot show the deletion on the cell, so it is in the tool card above: "
+            "delete the cell by hand if you agree (in JupyterLab you would get Accept / Reject on the cell)."
+        )
+    return f"{text.splitlines()[0] if text else 'No answer'} (about the deletion)."
 
 
 def fix_details(attached: str, question: str) -> tuple[str | None, str, str]:

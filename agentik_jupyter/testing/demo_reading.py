@@ -17,6 +17,7 @@ from typing import Any
 from agentik_jupyter.core.orchestrator import DENIED as DENIED_PREFIX
 from agentik_jupyter.core.prompt import NOTE_HEADING
 from agentik_jupyter.notebook.attachments import shown_text
+from agentik_jupyter.testing.demo_images import TOOL_IMAGES, SeenImage, seen_image
 from agentik_jupyter.testing.replies import RecordedRequest
 
 _VARIABLE = re.compile(r"^- (\w+): ([\w.]+)(?: (.*))?$", re.M)
@@ -50,6 +51,7 @@ class Asked:
     steps: list[Step] = field(default_factory=list)
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     variables: list[tuple[str, str]] = field(default_factory=list)
+    images: list[SeenImage] = field(default_factory=list)  # sent with the question
 
     @property
     def offered(self) -> set[str]:
@@ -142,8 +144,9 @@ def read_request(request: RecordedRequest) -> Asked:
             images = [b for b in blocks if isinstance(b, dict) and b.get("type") in ("image_url", "image")]
             for block in outcomes:
                 result(block.get("tool_use_id", ""), block.get("content"))
-            if outcomes or images:  # tool results, or the images that follow them: not a question
-                if images and asked.steps and not outcomes:
+            follow_up = images and TOOL_IMAGES.match(_text_of(blocks))
+            if outcomes or follow_up:  # tool results, or the images that follow them: not a question
+                if follow_up and asked.steps and not outcomes:
                     last = asked.steps[-1]
                     asked.steps[-1] = Step(last.name, last.args, last.result, last.images + len(images))
                 continue
@@ -152,10 +155,11 @@ def read_request(request: RecordedRequest) -> Asked:
                 _read_note(note, known)
             text = "\n\n".join(_without_note(t) for t in texts if not t.startswith(NOTE_HEADING) or "\n\n" in t)
             text = text.strip()
-            if text:
+            if text or images:
                 asked.question = shown_text(text).strip()
                 asked.attached = text[len(shown_text(text)) :].strip()
                 asked.steps = []
+                asked.images = [seen for seen in map(seen_image, images) if seen is not None]
     asked.variables = list(known.items())
     return asked
 

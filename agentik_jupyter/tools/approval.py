@@ -1,8 +1,8 @@
 """Ask the user before a tool whose policy is "ask" runs (run_code, MCP tools).
 
 An `ApprovalGate` is the orchestrator's `approver`. It resolves the policy
-(`AGENTIK_APPROVE` for headless runs, "always for this session" per tool), then
-hands an `ApprovalRequest` to the UI callback and waits on an asyncio Future, so
+(`AGENTIK_APPROVE` for headless runs, then the session's mode: Auto lets through what Rewind can
+take back, then "always for this session" per tool), then hands an `ApprovalRequest` to the UI callback and waits on an asyncio Future, so
 the kernel's loop keeps serving widget messages (Approve, Deny, Stop) meanwhile.
 Nothing waits forever: with no UI the request is denied at once, and a pending
 one is denied after `AGENTIK_APPROVAL_TIMEOUT` seconds (default 300).
@@ -18,10 +18,12 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Literal, NamedTuple, cast
 
+from agentik_jupyter.tools.modes import PLAN_TOOL, STEP_TOOL, offered, rewind_blockers
 from agentik_jupyter.tools.registry import ToolRegistry
-from agentik_jupyter.types import ToolCall, ToolDefinition
+from agentik_jupyter.types import AgentMode, ToolCall, ToolDefinition
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,11 @@ APPROVE_ENV = "AGENTIK_APPROVE"
 TIMEOUT_ENV = "AGENTIK_APPROVAL_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0
 CODE_TOOL = "run_code"
+
+ONLY_IN = {PLAN_TOOL: "offered in Plan mode only", STEP_TOOL: "offered while a plan runs"}
+CALLER: ContextVar[str | None] = ContextVar("agentik_outside_caller", default=None)
+"""The outside client (an MCP client's name) whose call runs in this task, None for our own agent:
+its card says who asks, and its "always" answers are its own (kernel/agent.py's scope)."""
 
 Mode = Literal["auto", "deny", "ask"]
 Decision = Literal["approved", "denied", "timeout", "cancelled"]
@@ -81,6 +88,8 @@ class ApprovalRequest:
         self.always = False
         self.reason: str | None = None
         self.cannot_undo: list[str] = []  # what a rewind could not take back, said before Run
+        self.asks_because: list[str] = []  # in Auto: why this call still asks (what Rewind can't undo)
+        self.requester: str | None = CALLER.get()  # an outside client asking (None: our agent)
         self._loop = loop
         self._future: asyncio.Future[bool] = loop.create_future()
         self._callbacks: list[ResolvedCallback] = []
@@ -198,11 +207,14 @@ class ApprovalGate:
         *,
         notify: Callable[[str], None] | None = None,
         scope: Callable[[], str] | None = None,
+        mode: Callable[[], AgentMode] | None = None,
     ) -> None:
         self.present = present
         self.timeout = timeout
         self.notify = notify or _stderr
         self.scope = scope or (lambda: "")
+        self.mode = mode or (lambda: "agent")  # the running turn's mode
+        self.auto_ran = 0  # calls Auto let through without a card (bench, tests)
         self._always: dict[str, set[str]] = {}
         self.pending: dict[str, ApprovalRequest] = {}
         self.last: ApprovalRequest | None = None
@@ -214,9 +226,19 @@ class ApprovalGate:
         return self._always.setdefault(self.scope(), set())
 
     async def __call__(self, call: ToolCall, definition: ToolDefinition) -> bool:
-        mode = approve_mode()
-        if mode != "ask":
-            return mode == "auto"
+        headless = approve_mode()
+        if headless != "ask":
+            return headless == "auto"
+        blockers: list[str] = []
+        if self.mode() == "auto":  # the mode first: Auto runs what Rewind can take back
+            try:
+                blockers = rewind_blockers(call, definition, self.notes_for)
+            except Exception:
+                log.exception("could not tell what rewind can't undo")
+                blockers = ["what it changes could not be read before it runs"]
+            if not blockers:
+                self.auto_ran += 1
+                return True
         if call.name in self.always:
             return True
         if self.present is None:
@@ -226,6 +248,7 @@ class ApprovalGate:
             )
             return False
         request = ApprovalRequest(call, definition, asyncio.get_running_loop())
+        request.asks_because = blockers
         if self.notes_for is not None:
             try:
                 request.cannot_undo = self.notes_for(call)
@@ -268,6 +291,8 @@ class ApprovalGate:
 
 
 def effective_policy(definition: ToolDefinition, gate: ApprovalGate | None = None) -> str:
+    if definition.source == "builtin" and definition.name in ONLY_IN:
+        return f"{definition.policy} ({ONLY_IN[definition.name]})"
     if definition.policy != "ask":
         return definition.policy
     mode = approve_mode()
@@ -287,19 +312,23 @@ class ToolInfo(NamedTuple):
     description: str
 
 
-def describe_tools(registry: ToolRegistry, gate: ApprovalGate | None = None) -> list[ToolInfo]:
-    """Each tool with the policy in effect, its source and the first line of its description."""
+def describe_tools(
+    registry: ToolRegistry, gate: ApprovalGate | None = None, mode: AgentMode | None = None
+) -> list[ToolInfo]:
+    """Each tool with the policy in effect, its source and the first line of its description
+    (with `mode`: only the tools a request offers in that mode)."""
     rows = []
-    for d in registry.get_all():
+    definitions = registry.get_all() if mode is None else offered(registry.get_all(), mode)
+    for d in definitions:
         first = (d.description or "").strip().split("\n")[0]
         short = first if len(first) <= 90 else first[:89] + "…"
         rows.append(ToolInfo(d.name, effective_policy(d, gate), d.source, short))
     return rows
 
 
-def format_tools(registry: ToolRegistry, gate: ApprovalGate | None = None) -> str:
+def format_tools(registry: ToolRegistry, gate: ApprovalGate | None = None, mode: AgentMode | None = None) -> str:
     """`%agent tools` as aligned plain text."""
-    rows = describe_tools(registry, gate)
+    rows = describe_tools(registry, gate, mode)
     if not rows:
         return "No tools are registered."
     header = ToolInfo("tool", "policy", "source", "description")

@@ -311,7 +311,7 @@ class Checkpoints:
             if cost is None:
                 lost[name] = f"changes `{name}` (a {type(obj).__name__}) in place"
             elif spent + cost > budget:
-                lost[name] = f"changes `{name}` ({human_size(size_of(obj))}) in place"
+                lost[name] = f"changes `{name}` ({human_size(size_of(obj))}) in place, over the rewind budget"
             else:
                 to_snapshot[name] = cost
                 spent += cost

@@ -4,10 +4,10 @@ Three things: the names it binds, rebinds or deletes in the user's namespace; th
 objects it may change in place (a subscript or attribute assigned, `del x[...]`, a mutating
 method of a list, dict, set or array, `inplace=True`, pandas' and numpy's setters such as
 `.loc`); and what it does outside the kernel (files written, databases, the network, shell
-commands), which no checkpoint can take back. It reads only what the code names, with two
-helps: a name the code makes an alias of another (`a = b; a.append(1)`) changes that other one
-too, and the names passed to a function (`clean(df)`) are recorded in `passed`, so a checkpoint can
-count them as changed when the function is the user's own. An object reached another way (held
+commands, code built at run time with exec or eval), which no checkpoint can take back. It reads
+only what the code names, with two helps: a name the code makes an alias of another (`a = b;
+a.append(1)`) changes that other one too, and the names passed to a function (`clean(df)`) are
+recorded in `passed`, so a checkpoint can count them as changed when the function is the user's own. An object reached another way (held
 in a list, a global a function changes) is not seen.
 """
 
@@ -99,6 +99,8 @@ NETWORK_MODULES = frozenset(
 )
 SHELL_CALLS = frozenset({"system", "getoutput", "run", "Popen", "call", "check_call", "check_output"})
 SHELL_MODULES = frozenset({"subprocess", "os"})
+# Code built at run time: what it does can't be read before it runs.
+DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__"})
 # Names the IPython transform brings in (`get_ipython().system(...)` for `!cmd`).
 IPYTHON_SHELL = frozenset({"system", "getoutput", "run_line_magic", "run_cell_magic"})
 # Writers that return the text instead when they are given no path.
@@ -324,6 +326,8 @@ class _Visitor(ast.NodeVisitor):
             self.effects.note(f"uses the network ({_dotted(call.func)}(…))")
         elif (owner in SHELL_MODULES and name in SHELL_CALLS) or (owner == "get_ipython" and name in IPYTHON_SHELL):
             self.effects.note(f"runs shell commands or magics ({_dotted(call.func)}(…))")
+        elif name in DYNAMIC_CALLS and owner is None:
+            self.effects.note(f"runs code built at run time ({name}(…)), which can't be read before it runs")
         elif name == "set_next_input":
             self.effects.note("adds a cell to the notebook (set_next_input), which rewind does not remove")
         elif name == "chdir":

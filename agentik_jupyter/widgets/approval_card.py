@@ -76,6 +76,12 @@ def _all_text(request: ApprovalRequestLike, others: dict[str, Any] | None) -> st
     return "\n".join(shown)
 
 
+def _who(request: ApprovalRequestLike) -> str:
+    """Our agent, or the outside agent (an MCP client, by the name it gave) whose call asks."""
+    requester = getattr(request, "requester", None)
+    return f"<b>{escape(requester)}</b> (an outside agent, over MCP)" if requester else "The agent"
+
+
 def approval_html(request: ApprovalRequestLike) -> str:
     """The question and every argument of the call, as escaped HTML (code only for run_code).
 
@@ -88,7 +94,8 @@ def approval_html(request: ApprovalRequestLike) -> str:
     everything = _all_text(request, others)
     parts = [
         invisible.warning_html(everything, "This code" if code_view else "These arguments"),
-        f"<div><b>Approve?</b> The agent wants to {what} (<code>{escape(request.tool_name)}</code>):</div>",
+        auto_html(request),
+        f"<div><b>Approve?</b> {_who(request)} wants to {what} (<code>{escape(request.tool_name)}</code>):</div>",
     ]
     if code_view or others is None:
         text = request.display_text
@@ -113,9 +120,23 @@ def approval_html(request: ApprovalRequestLike) -> str:
 REWIND_STYLE = "color:var(--jp-warn-color0,#a60);margin:2px 0"
 
 
+def auto_text(reasons: list[str]) -> str:
+    return "Auto asks: " + "; ".join(reasons) + " — Rewind can't undo this"
+
+
+def auto_html(request: ApprovalRequestLike) -> str:
+    """In Auto, why this call still asks: what Rewind can't take back ("" outside Auto)."""
+    reasons = list(getattr(request, "asks_because", None) or [])
+    if not reasons:
+        return ""
+    return f'<div class="agentik-auto-asks" style="{REWIND_STYLE}"><b>{escape(auto_text(reasons))}</b></div>'
+
+
 def rewind_html(request: ApprovalRequestLike) -> str:
-    """Before Run: what `%agent rewind` could not take back if this code ran ("" when everything can)."""
-    notes = list(getattr(request, "cannot_undo", None) or [])
+    """Before Run: what `%agent rewind` could not take back if this code ran ("" when everything can,
+    or when Auto's reason above already said it)."""
+    said = set(getattr(request, "asks_because", None) or [])
+    notes = [note for note in getattr(request, "cannot_undo", None) or [] if note not in said]
     if not notes:
         return ""
     return f'<div class="agentik-rewind-note" style="{REWIND_STYLE}">{escape(cannot_undo_text(notes))}</div>'

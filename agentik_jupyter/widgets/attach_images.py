@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
@@ -63,6 +64,16 @@ def _get(item: Any, key: str) -> Any:
     return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
 
 
+def stand_ins(images: list[ImagePart]) -> tuple[dict[str, Any], ...]:
+    """FileUpload's label always counts the files in its value ("Image (2)"): one entry per attached
+    image, without its bytes (the kernel holds the fitted image), so the button agrees with the note."""
+    when = dt.datetime.fromtimestamp(0, tz=dt.UTC)
+    return tuple(
+        {"name": f"image {i}", "type": part.mime, "size": 0, "content": memoryview(b""), "last_modified": when}
+        for i, part in enumerate(images, 1)
+    )
+
+
 def _copied(item: Any) -> dict[str, Any]:
     """A picked file with its bytes copied out of the widget's buffer (read later, in a thread)."""
     content = _get(item, "content")
@@ -76,6 +87,7 @@ class ImageAttach:
         self.images: list[ImagePart] = []
         self.reading: asyncio.Task[None] | None = None  # picked files being fitted
         self._generation = 0  # Clear or Send while reading: what was being read is dropped
+        self._counted: tuple[dict[str, Any], ...] = ()  # the upload's value as we set it (`stand_ins`)
         self.upload = FileUpload(
             accept=ACCEPT,
             multiple=True,
@@ -105,10 +117,9 @@ class ImageAttach:
 
     def _on_pick(self, change: dict[str, Any]) -> None:
         files = change.get("new") or ()
-        if not files:
+        if not files or tuple(files) == self._counted:  # (our own count)
             return
         picked = [_copied(item) for item in files]
-        self.upload.value = ()  # picking the same file again is a new pick
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a script): fit here
@@ -140,6 +151,8 @@ class ImageAttach:
         note = "".join(f'<div class="agentik-notice"><em>{escape(n)}</em></div>' for n in notes or [])
         count = f"<em>{len(self.images)} image(s) go with the next question</em> " if self.images else ""
         self.shown.value = count + thumbnails_html(self.images) + note
+        self._counted = stand_ins(self.images)
+        self.upload.value = self._counted
         self.clear_button.layout.display = "" if self.images else "none"
         self.widget.layout.display = "" if self.images or notes else "none"
 

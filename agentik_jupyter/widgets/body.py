@@ -23,7 +23,7 @@ from agentik_jupyter.types import (
     ToolResultEvent,
 )
 from agentik_jupyter.widgets import look
-from agentik_jupyter.widgets.cards import ToolCard
+from agentik_jupyter.widgets.cards import Joined, ToolCard
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.plain_stream import HOLD_S, PlainStream, Write
@@ -37,15 +37,17 @@ def error_html(message: str) -> str:
     return f'<div class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(message)}</div>'
 
 
-def question_html(text: str, *, inline: bool = True) -> str:
+def question_html(text: str, *, inline: bool = True, mode: str | None = None) -> str:
     """The question, built as the transcript renderer builds it (renderer.ts): one look; its
     style inline too, for a frontend without our CSS (widgets/look.py). `inline=False` for a
-    widget of our extension (its CSS is there, and its allow-list drops `var()` styles)."""
+    widget of our extension (its CSS is there, and its allow-list drops `var()` styles).
+    `mode`: the turn's mode (Ask, Auto, Plan), said beside "You"; Agent, the default, is not said."""
     user, who, question = (
         (f' style="{look.USER}"', f' style="{look.WHO}"', f' style="{look.QUESTION}"') if inline else ("", "", "")
     )
+    badge = f' <span class="agentik-mode">· {escape(mode)}</span>' if mode and mode != "Agent" else ""
     return (
-        f'<div class="agentik-user"{user}><span class="agentik-who"{who}>You</span>'
+        f'<div class="agentik-user"{user}><span class="agentik-who"{who}>You{badge}</span>'
         f'<div class="agentik-question"{question}>{escape(text)}</div></div>'
     )
 
@@ -65,11 +67,13 @@ class TurnBody:
         live: LiveText | None = None,
         agent_store: AgentStore | None = None,
         plain: Write | None = None,
+        joined: Joined | None = None,
     ) -> None:
         """`live`: the LiveText that shows the question (append-only views): the answer streams
         into it, below the question, when nothing came between them (a tool card, reasoning).
         `plain`: the answer goes out as the cell's text output through it (widgets/plain_stream.py)
         instead of into widgets.
+        `joined`: the header's HTML widget, which holds the tool cards that come right after it.
         `agent_store`: followed so that a tool card waiting for the user (an approval, a diff to
         decide) says so, not "running…", until `finish()`."""
         if frame is None:
@@ -91,6 +95,7 @@ class TurnBody:
         """How long a `plain` answer's first write waits (0 for text that came before the view)."""
         self._thinking: StreamBuffer | None = None
         self._live = live
+        self._joined = joined
         self._agent = agent_store
         self._unfollow = agent_store.subscribe(self._on_agent) if agent_store is not None else None
 
@@ -113,20 +118,26 @@ class TurnBody:
             self._settle()
         elif isinstance(event, ToolCallEvent):
             self._settle()
-            card = ToolCard(event.call)
+            card = self._card(event.call)
             self.cards[event.call.id] = card
-            self.add(card.widget)
             if self._agent is not None:  # (a view built late meets a call already waiting)
                 self._on_agent(self._agent.get())
         elif isinstance(event, ToolResultEvent):
             existing = self.cards.get(event.result.tool_call_id)
             if existing is None:
-                existing = ToolCard(ToolCall(id=event.result.tool_call_id, name=event.result.name))
+                existing = self._card(ToolCall(id=event.result.tool_call_id, name=event.result.name))
                 self.cards[event.result.tool_call_id] = existing
-                self.add(existing.widget)
             existing.set_result(event.result)
         elif isinstance(event, ErrorEvent):
             self.handle_error(event.message)
+
+    def _card(self, call: ToolCall) -> ToolCard:
+        """A new card: in the header's widget while nothing came between them, else a widget of its own."""
+        right_after = not self.items and not any(isinstance(s, StreamBuffer) for s in self.streams)
+        card = ToolCard(call, into=self._joined if right_after else None)
+        if card.own:
+            self.add(card.widget)
+        return card
 
     def _on_agent(self, state: AgentState) -> None:
         """The first card without a result is the call that runs (they run in order): it says
@@ -142,6 +153,12 @@ class TurnBody:
         self._settle()
         self.errors.append(message)
         self.add(html(error_html(message)))
+
+    @property
+    def rendered(self) -> dict[str, str]:
+        """The HTML its finished streams rendered, by their text: a transcript of the same text
+        takes it instead of rendering the answer's Markdown a second time."""
+        return {s.text: s.rendered for s in self.streams if isinstance(s, StreamBuffer) and s.rendered is not None}
 
     @property
     def streamed_plain(self) -> bool:

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from ipywidgets import HTML
+
 from agentik_jupyter.core.orchestrator import STOPPED_CALL
 from agentik_jupyter.notebook.edits import REJECTED
 from agentik_jupyter.security import invisible
@@ -162,14 +164,51 @@ def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True
     return f'<details class="agentik-tool"{CARD_STYLE}><summary>{title}</summary>{body}</details>'
 
 
-class ToolCard:
-    """The live card: one HTML widget holding a collapsed <details> whose summary is the title."""
+class Joined:
+    """One HTML widget showing a fixed head (a view's question) and the cards right after it: cards
+    that need no widget of their own (no box, no comm_open each)."""
 
-    def __init__(self, call: ToolCall) -> None:
+    def __init__(self, widget: HTML, head: str) -> None:
+        self.widget = widget
+        self.head = head
+        self.parts: list[str] = []
+
+    def slot(self, value: str) -> Slot:
+        self.parts.append(value)
+        self.render()
+        return Slot(self, len(self.parts) - 1)
+
+    def render(self) -> None:
+        self.widget.value = self.head + "".join(self.parts)
+
+
+class Slot:
+    """A card's place in a `Joined` widget; its `value` is the card's HTML, as an HTML widget's."""
+
+    def __init__(self, joined: Joined, index: int) -> None:
+        self.joined = joined
+        self.index = index
+
+    @property
+    def value(self) -> str:
+        return self.joined.parts[self.index]
+
+    @value.setter
+    def value(self, value: str) -> None:
+        self.joined.parts[self.index] = value
+        self.joined.render()
+
+
+class ToolCard:
+    """The live card: one HTML widget holding a collapsed <details> whose summary is the title,
+    or its place in a `Joined` widget (`into`)."""
+
+    def __init__(self, call: ToolCall, into: Joined | None = None) -> None:
         self.call = call
         self.result: ToolResult | None = None
         self.waiting: str | None = None
-        self.widget = html(card_html(call, None))
+        self.own = into is None  # (a widget of its own, to add to a view)
+        self.widget: Any = html(card_html(call, None)) if into is None else into.slot(card_html(call, None))
 
     @property
     def title(self) -> str:

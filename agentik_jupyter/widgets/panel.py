@@ -21,17 +21,21 @@ from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.rewind import REWOUND_PREFIX
 from agentik_jupyter.core.store import ChatState
+from agentik_jupyter.notebook import page as frontend
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.notebook.cells import CellAnchor, anchored
 from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
-from agentik_jupyter.types import ChatMessage, End, Event, ImagePart, StartResponse, ToolCall
+from agentik_jupyter.tools.modes import PLAN_TOOL, STEP_TOOL
+from agentik_jupyter.types import ChatMessage, End, Event, ImagePart, StartResponse, ToolCall, ToolResult
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.attach_images import ImageAttach, thumbnails_html
 from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
 from agentik_jupyter.widgets.cards import ToolCard
 from agentik_jupyter.widgets.markdown import escape, render_markdown
+from agentik_jupyter.widgets.mode_picker import ModePicker
+from agentik_jupyter.widgets.plan_card import PlanCard, SavedPlan, card_for, saved_plan_html
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.rewind_control import RewindControl
 from agentik_jupyter.widgets.shared import ACCEPT_CLASSES, ANSWER_CLASSES, PLAIN_CLASSES, button_style
@@ -41,6 +45,11 @@ from agentik_jupyter.widgets.turn_rewind import TurnRewind, rewind_control
 from agentik_jupyter.widgets.turn_view import close_tree
 
 PANEL_TEXT = "Agent chat panel"
+PANEL_MIME = "application/vnd.agentik.panel+json"
+"""Beside the panel's widget in its output, when our extension draws it (notebook/page.py): the
+session shown. Once the widget's model is gone (a kernel restart, the notebook opened again later)
+the extension draws that session's transcript from the sessions file there, with Resume, instead of
+"Error displaying widget: model not found" (labextension/src/panel.ts)."""
 SCROLLER_HEIGHT = "min(40em, 60vh)"  # the whole panel fits a laptop's notebook window
 SUBMIT_SETTLE_S = 0.5
 
@@ -59,14 +68,24 @@ def user_html(text: str, images: list[ImagePart] | None = None) -> str:
 
 STOPPED_HTML = f'<div class="agentik-stopped">{STOPPED}</div>'
 EMPTY_HTML = (
-    '<div class="agentik-empty" style="opacity:0.7"><em>No messages yet. Ask below, or in a '
-    "<code>%%agent</code> cell: this session's cell turns show here too.</em></div>"
+    '<div class="agentik-empty" style="opacity:0.8;text-align:center;padding:1em">'
+    "<b>No messages yet.</b> Ask below (Enter sends), or in a <code>%%agent</code> cell: this session's "
+    "cell turns show here too.<br>Image sends pictures with your question; each turn ends with its own "
+    "Rewind, and Rewind beside Send takes back the latest.</div>"
 )
 """The error a stopped turn leaves in the audit log (`SessionDB.interrupt_turn`, code "interrupted"):
 a resumed transcript shows it as the same mark the live turn got, not as a failure."""
 
 
 log = logging.getLogger(__name__)
+
+
+def any_turn_left(messages: tuple[ChatMessage, ...]) -> bool:
+    """Whether a turn among `messages` was not rewound: each rewound turn left one record (in the
+    order the rewinds were made, not always right after its turn)."""
+    turns = sum(1 for m in messages if m.role == "user")
+    rewound = sum(1 for m in messages if m.error is not None and m.error.startswith(REWOUND_PREFIX))
+    return turns > rewound
 
 
 class ChatPanel:
@@ -86,7 +105,9 @@ class ChatPanel:
         # pinned to the newest message as the answer streams, while a user who scrolled up to
         # read keeps their place (the browser anchors it); no JavaScript needed.
         self.history = VBox(layout=Layout(flex="0 0 auto"))
-        self._empty = HTML(value=EMPTY_HTML)  # what the pane says before the first message (above `history`)
+        # what the pane says before the first message, in its middle: the box keeps its height (a first
+        # answer that grew it would push the text box below the window), so it must not stand blank
+        self._empty = HTML(value=EMPTY_HTML, layout=Layout(margin="auto"))
         self.scroller = Box(
             children=(self.history, self._empty),
             layout=Layout(display="flex", flex_flow="column-reverse", height=SCROLLER_HEIGHT, overflow="auto"),
@@ -116,6 +137,7 @@ class ChatPanel:
         )
         self.stop_button.on_click(main_thread_callback(lambda _: self.session.stop()))
         self.rewind = RewindControl(session)
+        self.mode = ModePicker(session)
         self.attach = ImageAttach()
         self.widget = VBox(
             children=(
@@ -123,11 +145,20 @@ class ChatPanel:
                 self.older_button,
                 self.scroller,
                 self.banner.widget,
-                HBox(children=(self.input, self.attach.upload, self.send_button, self.stop_button, self.rewind.button)),
+                HBox(
+                    children=(
+                        self.input,
+                        self.attach.upload,
+                        self.mode.picker,
+                        self.send_button,
+                        self.stop_button,
+                        self.rewind.button,
+                    )
+                ),
                 self.attach.widget,
                 self.rewind.widget,
                 self.suggestions.widget,
-                HBox(children=(self.status.widget, self.notice, self.totals)),
+                HBox(children=(self.mode.label, self.status.widget, self.notice, self.totals)),
             )
         )
         self.widget.add_class("agentik-panel")  # where the lab extension takes pasted or dropped images
@@ -139,6 +170,7 @@ class ChatPanel:
         self._body: TurnBody | None = None
         self._rendered: list[str] = []
         self._cards: dict[str, ToolCard] = {}
+        self._plan: tuple[SavedPlan, HTML] | None = None  # the plan a resumed turn ran, ticked by plan_step
         self._turn_rewinds: dict[str, TurnRewind] = {}  # a Rewind at the end of each turn, by its question's id
         self._last_question: str | None = None  # the newest turn's question shown (its Rewind comes at its end)
         self._render_all(session.chat_store.messages)
@@ -148,6 +180,9 @@ class ChatPanel:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = PANEL_TEXT
+        if frontend.panel_output():
+            shown = None if self.session.temporary else self.session.conversation_id
+            bundle[PANEL_MIME] = {"session": shown}
         return bundle
 
     # ---- user actions ----
@@ -225,12 +260,13 @@ class ChatPanel:
         self._submit_timer = None
         self.send()
 
-    def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
-        card = ApprovalCard(request)
+    def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard | PlanCard:
+        card = card_for(request)  # an approval's, or a plan's (tools/plan.py)
         (self._body.add if self._body is not None else self._add)(card.widget)
         return card
 
     def close(self) -> None:
+        self.mode.close()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         if self._usage_off is not None:
@@ -268,13 +304,21 @@ class ChatPanel:
     def _render_all(self, messages: tuple[ChatMessage, ...]) -> None:
         old = list(self.history.children)
         self._cards = {}
+        self._plan = None
         self._turn_rewinds = {}
         self._last_question = None
         self._rendered = [m.id for m in messages]
         self.history.children = tuple(self._widgets(messages, ended=not self.session.busy))
         self._empty.layout.display = "none" if self.history.children else ""
+        self._sync_rewind()
         for w in old:
             close_tree(w)
+
+    def _sync_rewind(self) -> None:
+        """Rewind beside Send is offered only while a turn can be taken back (not in an empty panel)."""
+        temporary = bool(getattr(self.session, "temporary", False))
+        can = not temporary and (self.session.has_older or any_turn_left(self.session.chat_store.messages))
+        self.rewind.button.disabled = not can
 
     def _widgets(self, messages: tuple[ChatMessage, ...] | list[ChatMessage], ended: bool = False) -> list[Widget]:
         """The messages' widgets, each turn followed by its Rewind (the last one's too if `ended`)."""
@@ -296,7 +340,8 @@ class ChatPanel:
         """The Rewind of the turn asked by `question`, once (a turn never saved has none)."""
         if question in self._turn_rewinds:
             return
-        control = rewind_control(self.session, question, self._swap)
+        # a rewound turn says so once, in the line its record left (`_render_message`)
+        control = rewind_control(self.session, question, self._swap, quiet_rewound=True)
         if control is not None:
             self._turn_rewinds[question] = control
             out.append(control.widget)
@@ -310,7 +355,7 @@ class ChatPanel:
             elif m.error is not None and is_compaction(m.error):
                 out.append(HTML(value=f'<div class="agentik-notice" style="opacity:0.75">{escape(m.error)}</div>'))
             elif m.error is not None and m.error.startswith(REWOUND_PREFIX):
-                out.append(HTML(value=f'<div class="agentik-rewound">↶ {escape(m.error)}</div>'))
+                out.append(HTML(value=f'<div class="agentik-rewound" style="margin:4px 0">↶ {escape(m.error)}</div>'))
             elif m.error is not None:
                 out.append(HTML(value=error_html(m.error)))
             elif m.notice is not None:
@@ -328,6 +373,19 @@ class ChatPanel:
                 existing = ToolCard(ToolCall(id=result.tool_call_id, name=result.name))
                 out.append(existing.widget)
             existing.set_result(result)
+            self._show_plan(existing.call, result, out)
+
+    def _show_plan(self, call: ToolCall, result: ToolResult, out: list[Widget]) -> None:
+        """A resumed turn's plan as its card (no buttons) after propose_plan's, ticked as plan_step went."""
+        if result.name == PLAN_TOOL:
+            plan = SavedPlan.of(call.args, result)
+            widget = HTML(value=saved_plan_html(plan))
+            out.append(widget)
+            self._plan = (plan, widget) if plan.decision == "approved" else self._plan
+        elif result.name == STEP_TOOL and result.error is None and self._plan is not None:
+            plan, widget = self._plan
+            plan.tick(call.args)
+            widget.value = saved_plan_html(plan)
 
     def _on_chat(self, state: ChatState) -> None:
         ids = [m.id for m in state.messages]
@@ -349,6 +407,7 @@ class ChatPanel:
         else:  # another conversation (resumed, new, switched): drawn again from its messages
             self._render_all(state.messages)
         self.title.value = self._title_html()  # (sent only when it changed)
+        self._sync_rewind()
 
     def _swap(self, old: Widget, new: Widget) -> None:
         self.history.children = tuple(new if w is old else w for w in self.history.children)

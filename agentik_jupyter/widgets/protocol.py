@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from agentik_jupyter.core.store import AgentStore, ChatStore
-from agentik_jupyter.types import Event, ImagePart
+from agentik_jupyter.types import AgentMode, Event, ImagePart
 
 
 @runtime_checkable
@@ -21,8 +21,11 @@ class SessionLike(Protocol):
     chat_store: ChatStore
     agent_store: AgentStore
     title: str | None
+    conversation_id: str | None  # the saved session shown (None before its first turn)
+    temporary: bool
     approval_presenter: Callable[[Any], object] | None
     name_suggester: Callable[[str], list[tuple[str, str]]] | None
+    mode: AgentMode | None
 
     def on_event(self, listener: Callable[[Event], None]) -> Callable[[], None]: ...
 
@@ -31,6 +34,13 @@ class SessionLike(Protocol):
     ) -> asyncio.Task[Any]: ...
 
     def stop(self) -> bool: ...
+
+    async def set_mode(self, mode: AgentMode) -> None: ...
+
+    def on_mode(self, listener: Callable[[], None]) -> Callable[[], None]: ...
+
+    @property
+    def effective_mode(self) -> AgentMode: ...
 
     def cancel(self, task: asyncio.Future[Any]) -> bool: ...
 

@@ -14,6 +14,7 @@ from agentik_jupyter.notebook.revert import rewind as apply_rewind
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.widgets.markdown import escape
 from agentik_jupyter.widgets.shared import PLAIN_CLASSES, REJECT_CLASSES, button_style
+from agentik_jupyter.widgets.turn_rewind import notes_html
 
 
 def _lines_html(lines: list[str], lead: str = "") -> str:
@@ -65,7 +66,9 @@ class RewindControl:
         except RewindError as exc:
             self._say(f"<em>Nothing rewound: {escape(scrub(str(exc)))}</em>")
             return
-        self.message.value = _lines_html(done.lines(done=True))
+        # the rewound turn's line in the transcript says what was rewound (once, where the turn is);
+        # here only what that line does not hold: the cells
+        self._say(notes_html(done.unrecorded()))
 
     def cancel(self) -> None:
         self.plan = None

@@ -13,6 +13,7 @@ from ipywidgets import HTML, Button, HBox, Layout
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.orchestrator import AWAITING_APPROVAL, DENIED, STOPPED_CALL
 from agentik_jupyter.core.store import AgentState, AgentStore, ChatState, ChatStore
+from agentik_jupyter.providers.prices import PricesError, cost_of
 from agentik_jupyter.tools.status import split as split_label
 from agentik_jupyter.types import EndReason, Usage
 from agentik_jupyter.widgets import look
@@ -56,13 +57,20 @@ def usage_text(usage: Usage | None) -> str:
 
 
 def totals_text(turns: Sequence[Any]) -> str:
-    """The session's running total (turns with `input_tokens`, `cached_tokens`, `output_tokens`)."""
+    """The session's running total (turns with `model`, `input_tokens`, `cached_tokens`,
+    `cache_write_tokens`, `output_tokens`), and what it cost when every model's price is known (as
+    `%agent usage` says it, which also says why a cost is unknown)."""
     if not turns:
         return ""
     tokens = sum(t.input_tokens for t in turns)
     cached = sum(t.cached_tokens for t in turns)
     share = f" ({cached / tokens:.0%} from cache)" if tokens else ""
-    return f"Session: {tokens:,} tokens in{share}, {sum(t.output_tokens for t in turns):,} out"
+    try:
+        cost = cost_of(turns)
+    except PricesError:
+        cost = None
+    spent = f" · ${cost:,.4f} at list prices" if cost is not None else ""
+    return f"Session: {tokens:,} tokens in{share}, {sum(t.output_tokens for t in turns):,} out{spent}"
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,7 @@ class StreamBuffer:
         self._timer: asyncio.TimerHandle | None = None
         self.updates = 0
         self.finished = False
+        self.rendered: str | None = None  # the whole text's HTML, once `finish` rendered it
 
     @property
     def text(self) -> str:
@@ -216,7 +217,7 @@ class StreamBuffer:
         elif exact:
             old = list(self.widgets)
             final = self._live if self._live is not None else None
-            rendered = render_markdown(text) if text else ""
+            rendered = self.rendered = render_markdown(text) if text else ""
             if final is None and text:
                 final = html(rendered, "tight")
             elif final is not None:
@@ -233,9 +234,11 @@ class StreamBuffer:
         """The LiveText shows exactly the whole text rendered: the missing end appended when
         what it shows is a start of it (cheap: so even a view a transcript replaces ends on
         the same text), else, with `exact`, the whole re-sent."""
-        rendered = render_markdown(text) if text else ""
         self._sealed_unsent = ""  # (the end appended below includes it)
         live = self._live
+        if (live is None or not isinstance(live, LiveText)) and not (text and exact):
+            return
+        rendered = self.rendered = render_markdown(text) if text else ""
         if live is None or not isinstance(live, LiveText):
             if text and exact:
                 self._live = LiveText(rendered, layout=layout("tight"))

@@ -14,16 +14,18 @@ plus markup (~1.4x), not the HTML and a JSON copy (~2.4x).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentik_jupyter.core.compaction import is_compaction
 from agentik_jupyter.notebook.attachments import shown_text
 from agentik_jupyter.persistence import INTERRUPTED_CODE, INTERRUPTED_MESSAGE
+from agentik_jupyter.tools.modes import PLAN_TOOL, STEP_TOOL
 from agentik_jupyter.types import ChatMessage, EndReason, ToolCall, ToolResult, Usage
 from agentik_jupyter.widgets import look
 from agentik_jupyter.widgets.cards import IMAGE_LIMIT, IMAGE_TYPES, card_html, result_text, truncate
 from agentik_jupyter.widgets.markdown import escape, render_markdown
+from agentik_jupyter.widgets.plan_card import SavedPlan, saved_plan_html, saved_plan_text
 from agentik_jupyter.widgets.sanitize import sanitize_html
 from agentik_jupyter.widgets.status import STOPPED, ending_text, is_failure, usage_text
 
@@ -32,6 +34,9 @@ TRANSCRIPT_VERSION = 1
 RESULT_LIMIT = 4_000
 PLAIN_RESULT_LIMIT = 120
 PLAIN_TEXT_LIMIT = 200
+REWOUND_MARK = "↶ Rewound"
+"""A rewound turn's transcript says so in its footer (labextension/src/renderer.ts REWOUND), so a notebook
+opened later, with no kernel that knows the turn, still tells it from the others."""
 
 
 _PRE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
@@ -58,8 +63,11 @@ def _display_payload(display: dict[str, Any] | None) -> dict[str, str] | None:
 
 
 def transcript_entries(messages: Sequence[ChatMessage], question: str | None = None) -> list[dict[str, Any]]:
-    """Messages -> JSON entries (tool calls paired with their results, in call order)."""
+    """Messages -> JSON entries (tool calls paired with their results, in call order); a propose_plan
+    call is followed by its plan's card (role "plan"), ticked by the plan_step calls that succeeded."""
     entries: list[dict[str, Any]] = []
+    plans: dict[str, SavedPlan] = {}
+    running: SavedPlan | None = None
     if question is not None:
         entries.append({"role": "user", "content": question})
     tools: dict[str, dict[str, Any]] = {}
@@ -105,7 +113,21 @@ def transcript_entries(messages: Sequence[ChatMessage], question: str | None = N
                 truncated=cut,
                 display=_display_payload(r.display),
             )
-    return entries
+            if r.name == PLAN_TOOL:
+                plans[r.tool_call_id] = SavedPlan.of(entry.get("args") or {}, r)
+                running = plans[r.tool_call_id] if plans[r.tool_call_id].decision == "approved" else running
+            elif r.name == STEP_TOOL and r.error is None and running is not None:
+                running.tick(entry.get("args") or {})
+    return [shown for e in entries for shown in _with_plan(e, plans)]
+
+
+def _with_plan(entry: dict[str, Any], plans: dict[str, SavedPlan]) -> list[dict[str, Any]]:
+    """A propose_plan call's card followed by its plan's card, as the live turn showed them (one still
+    waiting for the user: as proposed)."""
+    if entry["role"] != "tool" or entry["name"] != PLAN_TOOL:
+        return [entry]
+    plan = plans.get(entry["id"]) or SavedPlan.of(entry.get("args") or {}, None)
+    return [entry, plan.entry(entry["id"])]
 
 
 def failed_tools(entries: list[dict[str, Any]]) -> int:
@@ -138,7 +160,9 @@ def _head(text: str, where: str) -> str:
     return f"{shown}… [{len(text) - len(shown):,} more characters in the {where}]"
 
 
-def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | None, failed: int) -> str:
+def _plain(
+    entries: list[dict[str, Any]], status: str | None, usage: Usage | None, failed: int, rewound: bool = False
+) -> str:
     lines: list[str] = []
     for e in entries:
         if e["role"] == "user":
@@ -151,6 +175,8 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
             lines.append(e["message"] if e.get("code") == "notice" else f"Error: {e['message']}")
         elif e["role"] == "notice":
             lines.append(f"Note: {e['message']}")
+        elif e["role"] == "plan":
+            lines.append(saved_plan_text(SavedPlan.from_entry(e)))
         else:
             call, result = _entry_call(e)
             outcome = (
@@ -160,24 +186,26 @@ def _plain(entries: list[dict[str, Any]], status: str | None, usage: Usage | Non
             )
             short, cut = truncate(outcome, PLAIN_RESULT_LIMIT)
             lines.append(f"[tool] {call.name} -> {short}{'…' if cut else ''}")
-    footer = " · ".join(p for p in (ending_text(status, failed), usage_text(usage)) if p)
+    parts = (ending_text(status, failed), REWOUND_MARK if rewound else "", usage_text(usage))
+    footer = " · ".join(p for p in parts if p)
     if footer:
         lines.append(f"[{footer}]")
     return "\n".join(lines)
 
 
-def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
+def _html(entries: list[dict[str, Any]], payload: dict[str, Any], rendered: Mapping[str, str] | None = None) -> str:
     out = [f'<div class="agentik-transcript" style="border-left:3px solid {look.BRAND};padding-left:8px">']
     if payload.get("title"):
         out.append(f'<div style="font-weight:bold">{escape(payload["title"])}</div>')
     for i, e in enumerate(entries):
         if e["role"] == "user":
+            who = f"You · {escape(e['mode'])}" if e.get("mode") else "You"
             out.append(
-                f'<div class="agentik-user"><b>You:</b> <span style="white-space:pre-wrap">'
+                f'<div class="agentik-user"><b>{who}:</b> <span style="white-space:pre-wrap">'
                 f"{escape(e['content'])}</span></div>"
             )
         elif e["role"] == "assistant":
-            out.append(_answer_html(e["content"], i if _in_html(e) else None))
+            out.append(_answer_html(e["content"], i if _in_html(e) else None, rendered))
         elif e["role"] == "error" and e.get("code") == INTERRUPTED_CODE:
             out.append(f'<div class="agentik-stopped">{STOPPED}</div>')
         elif e["role"] == "error" and e.get("code") == "notice":
@@ -186,9 +214,13 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any]) -> str:
             out.append(f'<div class="agentik-error" style="{look.ERROR_TEXT}">⚠ {escape(e["message"])}</div>')
         elif e["role"] == "notice":
             out.append(f'<div class="agentik-notice"><em>{escape(e["message"])}</em></div>')
+        elif e["role"] == "plan":
+            out.append(saved_plan_html(SavedPlan.from_entry(e)))
         else:
             out.append(card_html(*_entry_call(e)))
     parts = [ending_text(payload.get("status"), payload.get("failed_tools", 0))]
+    if payload.get("rewound"):
+        parts.append(REWOUND_MARK)
     if payload.get("elapsed_s") is not None:
         parts.append(f"{payload['elapsed_s']:.1f} s")
     usage = payload.get("usage")
@@ -205,11 +237,13 @@ def _in_html(entry: dict[str, Any]) -> bool:
     return entry["role"] == "assistant" and len(entry["content"]) > PLAIN_TEXT_LIMIT
 
 
-def _answer_html(answer: str, index: int | None) -> str:
+def _answer_html(answer: str, index: int | None, rendered: Mapping[str, str] | None = None) -> str:
     """An answer's element in the text/html; `data-agentik-entry="i"` (an answer kept only
-    there, `in_html`) is where the lab renderer finds it."""
+    there, `in_html`) is where the lab renderer finds it. `rendered`: HTML already rendered from
+    Markdown texts (a live view's), taken for an answer that is exactly one of them."""
     where = f' data-agentik-entry="{index}"' if index is not None else ""
-    return f'<div class="agentik-assistant"{where}>{one_line(render_markdown(answer))}</div>'
+    html = rendered.get(answer) if rendered else None
+    return f'<div class="agentik-assistant"{where}>{one_line(render_markdown(answer) if html is None else html)}</div>'
 
 
 def _json_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -246,8 +280,14 @@ def transcript_bundle(
     error: str | None = None,
     title: str | None = None,
     elapsed_s: float | None = None,
+    mode: str | None = None,
+    rewound: bool = False,
+    rendered: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The MIME bundle of one turn (or a whole conversation when `question` is None).
+    """The MIME bundle of one turn (or a whole conversation when `question` is None); `mode`: the
+    turn's mode as its header said it (Ask, Auto, Plan; Agent, the default, is not said);
+    `rewound`: the turn was taken back since (its cell's transcript is shown again, marked).
+    `rendered`: answers' HTML by their Markdown text, rendered already (a live view's last render).
 
     `application/vnd.agentik.transcript+json` payload, version 1::
 
@@ -256,10 +296,11 @@ def transcript_bundle(
          "status": "complete" | "max_iterations" | "interrupted" | "error" | null,
          "usage": {"input_tokens"?: int, "output_tokens"?: int, "cached_tokens"?: int, "cache_write_tokens"?: int} | null,
          "elapsed_s": float | null,
+         "rewound": true,            # only when the turn was rewound: the footer adds "↶ Rewound"
          "failed_tools": int,        # only when > 0: tool calls that failed (not those the user denied);
                                      # the footer then reads "⚠ Finished with n failed tool call(s)"
          "entries": [
-           {"role": "user", "content": str},
+           {"role": "user", "content": str, "mode"?: str},   # mode: the turn's, when not Agent
            {"role": "assistant", "content": str},        # an answer of at most PLAIN_TEXT_LIMIT
                                                          # characters: Markdown; render it escaped
            {"role": "assistant", "content": str, "in_html": true},
@@ -272,6 +313,12 @@ def transcript_bundle(
             "truncated": int,                              # characters cut from result
             "error": str | null, "duration_ms": float | null,
             "display": {"text/html": str (sanitised), "image/png": base64, ...} | null},
+           {"role": "plan", "id": str, "steps": [str], "status": ["done" | "failed" | null],
+            "notes": [str], "decision": "approved" | "denied" | "timeout" | "cancelled" | null,
+            "mode": "agent" | "auto" | null, "edited": bool, "reason": str | null},
+                                  # after a propose_plan call's tool entry, its plan's card: the steps
+                                  # as run, each ticked by the plan_step calls that succeeded;
+                                  # decision null: no answer yet
            {"role": "error", "message": str, "code": str | null} |   # code "notice": news (a compaction);
                                                                    # "interrupted": a Stop, shown as "■ Stopped"
            {"role": "notice", "message": str}]}
@@ -281,6 +328,10 @@ def transcript_bundle(
     which has been passed through an allow-list sanitiser.
     """
     entries = transcript_entries(messages, question)
+    if mode and mode != "Agent" and entries and entries[0]["role"] == "user":
+        entries[0] = {**entries[0], "mode": mode}
+    if status == "interrupted":  # its footer says "■ Stopped": the mark the store keeps is not repeated
+        entries = [e for e in entries if not (e["role"] == "error" and e.get("code") == INTERRUPTED_CODE)]
     if error is not None and not any(e["role"] == "error" and e["message"] == error for e in entries):
         entries.append({"role": "error", "message": error, "code": None})
     payload: dict[str, Any] = {
@@ -294,9 +345,11 @@ def transcript_bundle(
     failed = failed_tools(entries)
     if failed:
         payload["failed_tools"] = failed
-    markup = _html(entries, payload)
+    if rewound:
+        payload["rewound"] = True
+    markup = _html(entries, payload, rendered)
     return {
-        "text/plain": _plain(entries, status, usage, failed),
+        "text/plain": _plain(entries, status, usage, failed, rewound),
         "text/html": markup,
         TRANSCRIPT_MIME: {**payload, "entries": _json_entries(entries)},
     }

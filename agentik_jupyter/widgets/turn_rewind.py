@@ -8,6 +8,9 @@ whenever the conversation changes or a turn ends (one read for all the session's
 a control follows rewinds made elsewhere (`%agent rewind`, another control, the panel).
 A control opens one widget, its button; when it has more to show (the preview, a note) a box takes
 the button's place through `place(old, new)`, which its host gives (the cell's display, the panel).
+A host that can show HTML without a widget (a cell's display) gives `note_at` too: a turn that can
+never be rewound again (rewound, or its checkpoint released) then shows its note there and its
+button is closed, so an old turn costs no widget and no more refreshes.
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ def lines_html(lines: list[str]) -> str:
     """A preview or a printout: its first line in bold, the facts below it."""
     items = "".join(f"<li>{escape(line)}</li>" for line in lines[1:])
     return f'<div class="agentik-rewind"><b>{escape(lines[0])}</b><ul>{items}</ul></div>'
+
+
+def notes_html(lines: list[str]) -> str:
+    """Facts without a heading, those that say something happened (not "…: none"): a host that shows
+    the rewind's record shows only what it does not hold, when there is any."""
+    facts = [line for line in lines if not line.endswith(": none")]
+    return f'<ul class="agentik-rewind">{"".join(f"<li>{escape(line)}</li>" for line in facts)}</ul>' if facts else ""
 
 
 def released_note(number: int, why: str) -> str:
@@ -82,15 +92,26 @@ def released_why(session: Any, row: TurnRow | None) -> str | None:
 
 
 Place = Callable[[Widget, Widget], Any]
+NoteAt = Callable[[str], Any]
+
+
+def final(note: str | None) -> bool:
+    """Whether the note is for good: a rewound turn stays rewound, and a released checkpoint is the
+    oldest kept, so no rewind can reach past it (a turn of another session can be resumed)."""
+    return note is not None and note != ELSEWHERE_NOTE
 
 
 class TurnRewind:
     """One turn's control; `widget` goes at the end of the turn. Made by `rewind_control`."""
 
-    def __init__(self, session: Any, message_id: str, place: Place) -> None:
+    def __init__(
+        self, session: Any, message_id: str, place: Place, *, quiet_rewound: bool = False, note_at: NoteAt | None = None
+    ) -> None:
         self.session = session
         self.place = place
+        self.note_at = note_at
         self.message_id = message_id
+        self.quiet_rewound = quiet_rewound  # a rewound turn shows nothing (its host says it: the panel)
         self.row: TurnRow | None = None
         self.note: str | None = None  # why this turn cannot be rewound (shown instead of the button)
         self.plan: RewindPlan | None = None
@@ -142,8 +163,12 @@ class TurnRewind:
         if outcome is not None:
             self.outcome = outcome
         shown, self._drawn = self.outcome, self.note
-        if self.note is not None:
+        if self.note is not None and not (self.quiet_rewound and self.note == REWOUND_NOTE):
             shown += f"<em>{escape(self.note)}</em>"
+        if self.note_at is not None and final(self.note) and self._box is None and self.widget is self.button:
+            self.note_at(shown)  # (nothing left to press: no widget for it; the closed button ends its refreshes)
+            self.button.close()
+            return
         self._show(*((self._say(shown),) if shown else ()), *(() if self.note is not None else (self.button,)))
 
     def update(self, row: TurnRow | None, released: str | None) -> None:
@@ -186,7 +211,7 @@ class TurnRewind:
         except Exception as exc:
             self._failed(exc)
             return
-        self.outcome = lines_html(done.lines(done=True))
+        self.outcome = notes_html(done.unrecorded()) if self.quiet_rewound else lines_html(done.lines(done=True))
         await controls_of(self.session).refresh()  # (this turn is rewound now: the note says so)
         self._idle()
 
@@ -199,15 +224,35 @@ class TurnRewind:
         self._idle(f"<em>{escape(failure_text(exc))}</em>")
 
 
+MAX_WATCHED = 500
+"""The most finished turns whose transcripts are shown again marked when they are rewound (the latest)."""
+
+
 class SessionControls:
-    """The live controls of one session, brought up to date together (one read of its turns)."""
+    """The live controls of one session, brought up to date together (one read of its turns), and
+    the finished turns to tell when they are rewound (`watch`)."""
 
     def __init__(self, session: Any) -> None:
         self._session = weakref.ref(session)  # (the session holds this through its subscriptions)
         self.controls: weakref.WeakSet[TurnRewind] = weakref.WeakSet()
+        self.watched: dict[str, Callable[[], None]] = {}  # by the turn's question's message id
         self._due: asyncio.Task[Any] | None = None
-        session.chat_store.subscribe(lambda _state: self.soon())
+        self._seen = self._tip(session.chat_store.messages)
+        session.chat_store.subscribe(self._on_chat)
         session.on_event(self._on_event)
+
+    @staticmethod
+    def _tip(messages: Any) -> tuple[int, Any]:
+        return len(messages), (messages[-1] if messages else None)
+
+    def _on_chat(self, state: Any) -> None:
+        """A rewind or a resume sets the messages anew (the transcript reloaded); a turn that runs
+        only adds messages after the same ones, and no older turn's state changes then (no read)."""
+        messages = state.messages
+        count, last = self._seen
+        self._seen = self._tip(messages)
+        if not (count and len(messages) >= count and messages[count - 1] is last):
+            self.soon()
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, End):  # a new turn may have released older turns' checkpoints
@@ -217,9 +262,15 @@ class SessionControls:
         self.controls.add(control)
         self.soon()
 
+    def watch(self, message_id: str, rewound: Callable[[], None]) -> None:
+        """Call `rewound()` once, when the turn asked by `message_id` is rewound (here or elsewhere)."""
+        self.watched[message_id] = rewound
+        while len(self.watched) > MAX_WATCHED:
+            del self.watched[next(iter(self.watched))]
+
     def soon(self) -> None:
         """Refresh once the current work on the loop is done (many changes, one read)."""
-        if not self.controls or (self._due is not None and not self._due.done()):
+        if not (self.controls or self.watched) or (self._due is not None and not self._due.done()):
             return
         try:
             self._due = asyncio.get_running_loop().create_task(self._refresh_soon())
@@ -233,7 +284,7 @@ class SessionControls:
     async def refresh(self) -> None:
         session = self._session()
         live = [c for c in self.controls if c.widget.comm is not None]
-        if session is None or not live:
+        if session is None or not (live or self.watched):
             return
         try:
             by_message = await turn_rows(session)
@@ -243,6 +294,11 @@ class SessionControls:
         for control in live:
             row = by_message.get(control.message_id)
             control.update(row, released_why(session, row))
+        for message_id in [m for m in self.watched if (row := by_message.get(m)) is not None and row.rewound]:
+            try:
+                self.watched.pop(message_id)()
+            except Exception:
+                log.exception("could not show the rewound turn's transcript again")
 
 
 _controls: weakref.WeakKeyDictionary[Any, SessionControls] = weakref.WeakKeyDictionary()
@@ -255,12 +311,15 @@ def controls_of(session: Any) -> SessionControls:
     return found
 
 
-def rewind_control(session: Any, message_id: str | None, place: Place) -> TurnRewind | None:
+def rewind_control(
+    session: Any, message_id: str | None, place: Place, *, quiet_rewound: bool = False, note_at: NoteAt | None = None
+) -> TurnRewind | None:
     """A Rewind control for the turn asked by the message `message_id`; None for a turn that was
     never saved (a temporary session, a turn that did not start). `place(old, new)` puts `new`
-    where the host shows `old`."""
+    where the host shows `old`; `quiet_rewound`: a rewound turn's control shows nothing (a host that
+    says so already); `note_at(html)` shows a note for good without a widget, where the host can."""
     if not message_id or getattr(session, "temporary", False):
         return None
-    control = TurnRewind(session, message_id, place)
+    control = TurnRewind(session, message_id, place, quiet_rewound=quiet_rewound, note_at=note_at)
     controls_of(session).add(control)
     return control

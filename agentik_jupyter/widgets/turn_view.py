@@ -26,6 +26,7 @@ from ipywidgets import Box, HBox, Output, VBox, Widget
 from agentik_jupyter.core.mainloop import main_thread_callback
 from agentik_jupyter.core.store import ChatState
 from agentik_jupyter.notebook import page as frontend
+from agentik_jupyter.tools.modes import label
 from agentik_jupyter.types import (
     AppendText,
     ChatMessage,
@@ -39,13 +40,16 @@ from agentik_jupyter.types import (
 )
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.body import TurnBody, question_html
+from agentik_jupyter.widgets.cards import Joined
 from agentik_jupyter.widgets.cell_outputs import CellOutputs
 from agentik_jupyter.widgets.live_status import LiveStatus
 from agentik_jupyter.widgets.live_text import LiveText
 from agentik_jupyter.widgets.plain_stream import HOLD_S
+from agentik_jupyter.widgets.plan_card import PlanCard, card_for
 from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.publish import clear_outputs_at_next, display_now, publish_stream, update_now
 from agentik_jupyter.widgets.rewind_output import REWIND_MIME, rewind_bundle
+from agentik_jupyter.widgets.rewound import at_handle, in_output, show_when_rewound
 from agentik_jupyter.widgets.shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
@@ -125,6 +129,7 @@ class TurnView:
         rewind_at: Displayer | None = None,
         clock: Callable[[], float] = time.monotonic,
         outputs: CellOutputs | None = None,
+        mode: str | None = None,
     ) -> None:
         """`rewind_at` shows the turn's Rewind (a bundle) when the turn ends (by default: in the
         view's place, for a `show` view, or below the transcript in the view's own box).
@@ -133,9 +138,12 @@ class TurnView:
         clears the cell and shows them again above its transcript (widgets/plain_stream.py)."""
         self.session = session
         self.question = question
+        self.mode = mode  # the turn's mode as the header says it (Ask, Agent, Auto, Plan)
         self.wait = wait
         self.clock = clock
         self._display = display or _display_bundle
+        self._display_given = display is not None
+        self._transcript_at: Any = None  # the transcript's display handle (a `--wait` cell's)
         self._show = show
         self._rewind_at = rewind_at
         self._outputs = outputs
@@ -159,6 +167,7 @@ class TurnView:
         self._early_chars = 0  # answer text that came before the build
         self.errors: list[str] = []
         self.widget: Box | None = None
+        self._joined: Joined | None = None  # the header's widget with the cards after it (no extension)
         self._place: Any = None  # where `show` put the view (a display handle)
         self._text = PLACE_TEXT if show is not None else VIEW_TEXT
         waiting = bool(session.busy or session.queued)
@@ -194,14 +203,17 @@ class TurnView:
                 inline=False,  # (our extension's CSS styles it)
             )
             self.stop_button = self.footer = self.status.widget
-            live: LiveText | None = LiveText(head=question_html(self.question, inline=False), layout=layout("tight"))
+            live: LiveText | None = LiveText(
+                head=question_html(self.question, inline=False, mode=self.mode), layout=layout("tight")
+            )
             self.header = live
         else:
             self.status = StatusLine(self.session.agent_store, clock=self.clock, begun=begun)
             self.stop_button = button("Stop", icon="stop", disabled=not self.armed, tooltip="Stop this turn")
             self.footer = box(HBox, (self.status.widget, self.stop_button))
             live = None
-            self.header = html(question_html(self.question))
+            self.header = html(question_html(self.question, mode=self.mode))
+            self._joined = Joined(self.header, self.header.value)  # (the first tool cards go in it)
         # A running `--wait` cell without our extension: the answer as the cell's text output.
         plain = publish_stream if self._deferred and self._outputs is not None and not frontend.live_text() else None
         self.stop_button.on_click(main_thread_callback(lambda _: self.stop()))
@@ -212,6 +224,7 @@ class TurnView:
             live=live,
             agent_store=self.session.agent_store,
             plain=plain,
+            joined=self._joined,
         )
         if self._place is not None:  # shown as the placeholder so far: the view takes its place
             update_now(self._place, self._bundle(root))
@@ -282,9 +295,9 @@ class TurnView:
             self.status.waiting(ahead)
             self.stop_button.disabled = False
 
-    def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard:
+    def present_approval(self, request: ApprovalRequestLike) -> ApprovalCard | PlanCard:
         """Show an approval card in this turn (the session's approval_presenter)."""
-        card = ApprovalCard(request)
+        card = card_for(request)  # an approval's, or a plan's (tools/plan.py)
         self.build()
         self.body.add(card.widget)
         return card
@@ -307,6 +320,8 @@ class TurnView:
     def _on_event(self, event: Event) -> None:
         if not self.armed or self.ended:
             return
+        if isinstance(event, StartResponse) and self.mode is not None:
+            self._sync_mode()
         if isinstance(event, StartResponse) and not self.started:
             self.started = True
             # This turn's user message is the newest one now (a resume inside the turn's
@@ -333,6 +348,22 @@ class TurnView:
             self._early.append(event)
         if isinstance(event, End):
             self._conclude(event.reason, event.usage)
+
+    def _sync_mode(self) -> None:
+        """The header says the mode the turn asks in: a resumed session's (known once the turn began),
+        or the plan's once the user ran it."""
+        mode = getattr(getattr(self.session, "orchestrator", None), "mode", None)
+        if mode is None or label(mode) == self.mode:
+            return
+        self.mode = label(mode)
+        if not self._built:
+            return  # (built later with it)
+        header: Any = self.header  # (a LiveText with our extension, else an HTML)
+        if isinstance(header, LiveText):
+            header.head = question_html(self.question, inline=False, mode=self.mode)
+        elif self._joined is not None:
+            self._joined.head = question_html(self.question, mode=self.mode)
+            self._joined.render()
 
     @property
     def _deferred(self) -> bool:
@@ -419,6 +450,8 @@ class TurnView:
                 usage=self.usage,
                 error=error,
                 elapsed_s=elapsed,
+                mode=self.mode,  # as the header said it: the transcript takes its place without a jump
+                rendered=self.body.rendered if self._built else None,
             )
         return self.bundle
 
@@ -433,7 +466,29 @@ class TurnView:
         root.layout = layout("plain")
         for w in live:
             retire(w)
+        self._watch_rewind()
         self._add_rewind()
+
+    def _show_transcript(self, bundle: dict[str, Any]) -> None:
+        """The transcript as the cell's output: where `display` puts it, else with a display id."""
+        if self._display_given:
+            self._display(bundle)
+        else:
+            self._transcript_at = display_now(bundle, raw=True, display_id=True)
+        self._watch_rewind()
+
+    def _watch_rewind(self) -> None:
+        """This turn's transcript, shown again marked when the turn is rewound (widgets/rewound.py)."""
+        if self.output is not None:
+            show: Any = in_output(self.output)
+        elif self._transcript_at is not None:
+            show = at_handle(self._transcript_at)
+        else:
+            show = self._display if self._display_given else None
+        if show is not None and self.started and self._ending is not None:
+            messages, error, elapsed = self._ending
+            kept = dict(question=self.question, status=self.reason, usage=self.usage, error=error, elapsed_s=elapsed)
+            show_when_rewound(self.session, self._user_id, show, messages, **kept)
 
     def _add_rewind(self) -> None:
         """The turn's Rewind control, once it ended (a turn never saved or never started has none)."""
@@ -442,7 +497,13 @@ class TurnView:
             return
         if self.rewind is not None or not self.started:
             return
-        self.rewind = rewind_control(self.session, self._user_id, lambda _old, new: self._show_rewind(new))
+        shows_html = self._rewind_at is not None or self._place is not None
+        self.rewind = rewind_control(
+            self.session,
+            self._user_id,
+            lambda _old, new: self._show_rewind(new),
+            note_at=self._show_rewind_note if shows_html else None,
+        )
         if self.rewind is not None:
             self._show_rewind(self.rewind.widget)
 
@@ -472,6 +533,14 @@ class TurnView:
         elif self.widget is not None and self.output is not None:
             self.widget.children = (self.output, widget)
 
+    def _show_rewind_note(self, note: str) -> None:
+        """Why the turn can no longer be rewound, as plain HTML where its Rewind was (no widget)."""
+        bundle = {"text/html": note} if note else {}
+        if self._rewind_at is not None:
+            self._rewind_at(bundle)
+        elif self._place is not None:
+            update_now(self._place, bundle)
+
     def finish(self) -> dict[str, Any]:
         """Display the transcript as a cell output (call it while the cell still runs) and
         hide the live view. Idempotent; concludes the view first if the turn never ended."""
@@ -489,7 +558,7 @@ class TurnView:
                 # the answer's text output goes; the place (empty) and the cell's other outputs come back
                 clear_outputs_at_next()
                 outputs.replay(self._place.display_id, self._bundle(placeholder()))
-            self._display(bundle)
+            self._show_transcript(bundle)
             if self.widget is not None:
                 if not cleared:  # (a cleared view is no longer shown)
                     self.widget.layout = layout("hidden")

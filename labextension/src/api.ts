@@ -11,6 +11,8 @@ export const TRANSCRIPT_MIME = 'application/vnd.agentik.transcript+json';
 export interface IUserEntry {
   role: 'user';
   content: string;
+  /** The turn's mode (Ask, Auto, Plan) when it was not Agent, the default. */
+  mode?: string;
 }
 
 export interface IAssistantEntry {
@@ -44,7 +46,20 @@ export interface INoticeEntry {
   message: string;
 }
 
-export type TranscriptEntry = IUserEntry | IAssistantEntry | IToolEntry | IErrorEntry | INoticeEntry;
+/** A proposed plan as its card, after its propose_plan call (agentik_jupyter/widgets/plan_card.py SavedPlan). */
+export interface IPlanEntry {
+  role: 'plan';
+  id: string;
+  steps: string[];
+  status: ('done' | 'failed' | null)[];
+  notes: string[];
+  decision: 'approved' | 'denied' | 'timeout' | 'cancelled' | null;
+  mode: 'agent' | 'auto' | null;
+  edited: boolean;
+  reason?: string | null;
+}
+
+export type TranscriptEntry = IUserEntry | IAssistantEntry | IToolEntry | IErrorEntry | INoticeEntry | IPlanEntry;
 
 export interface IUsage {
   input_tokens?: number | null;
@@ -61,6 +76,8 @@ export interface ITranscript {
   elapsed_s?: number | null;
   /** Tool calls that failed (not those the user denied); only when > 0. */
   failed_tools?: number;
+  /** The turn was rewound since (its cell's transcript was shown again): the footer says so. */
+  rewound?: boolean;
   entries: TranscriptEntry[];
 }
 
@@ -71,6 +88,8 @@ export interface ISessionInfo {
   created_at: number;
   updated_at: number;
   message_count: number;
+  /** The session's mode as the user set it (ask, agent, auto, plan); null: the kernel's default. */
+  mode?: string | null;
 }
 
 export interface IToolCall {
@@ -122,7 +141,8 @@ export interface ISessionsPage {
 
 /** One change to the notebook's sessions, as the events stream sends it. */
 export interface ISessionEvent {
-  type: 'created' | 'renamed' | 'deleted' | 'message' | 'error';
+  /** mode: the session's mode changed (`session` carries it as it is now). */
+  type: 'created' | 'renamed' | 'deleted' | 'message' | 'mode' | 'error';
   position: number;
   session_id: string;
   title?: string | null;

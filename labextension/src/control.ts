@@ -7,6 +7,7 @@
  * "Fix with agent" starts its fix turn the same way (`fix`), so no `%agent fix` cell is left behind.
  */
 import { JSONObject } from '@lumino/coreutils';
+import type * as nbformat from '@jupyterlab/nbformat';
 import { Kernel } from '@jupyterlab/services';
 
 import { el } from './renderer';
@@ -77,7 +78,19 @@ export type ControlRequest =
   | { action: 'active' }
   | { action: 'fix'; cell_id: string }
   | { action: 'rewind_state' | 'rewind_preview' | 'rewind'; session: string; turn: string }
-  | { action: 'rewind_states'; turns: { session: string; turn: string }[] };
+  | { action: 'rewind_states'; turns: { session: string; turn: string }[] }
+  | { action: 'panel_live'; model_id: string }
+  | { action: 'live_cells' };
+
+/** `live_cells`: what one agent cell shows now (agentik_jupyter/kernel/live_cells.py). */
+export interface ICellShown {
+  cell_id: string;
+  /** The id of the request whose messages update the cell. */
+  parent: string;
+  /** The turn has ended (a page shows it only where the cell shows nothing). */
+  ended: boolean;
+  outputs: { output: nbformat.IOutput; display_id: string | null }[];
+}
 
 export interface IControlAnswer {
   ok: boolean;
@@ -91,6 +104,10 @@ export interface IControlAnswer {
   lines?: string[];
   /** `rewind_states`: each turn's answer, in the order asked. */
   states?: IControlAnswer[];
+  /** `panel_live`: the chat panel's widget still lives in the kernel. */
+  live?: boolean;
+  /** `live_cells`: each agent cell's outputs as the kernel keeps them. */
+  cells?: ICellShown[];
 }
 
 /** The kernel closed the comm without answering: the agentik extension is not loaded there. */
@@ -107,6 +124,25 @@ export class NoAnswerError extends Error {
   }
 }
 
+function isCellShown(value: unknown): value is ICellShown {
+  const cell = value as ICellShown | null;
+  return (
+    !!cell &&
+    isCellId(cell.cell_id) &&
+    typeof cell.parent === 'string' &&
+    typeof cell.ended === 'boolean' &&
+    Array.isArray(cell.outputs) &&
+    cell.outputs.every(
+      o =>
+        !!o &&
+        typeof o.output === 'object' &&
+        o.output !== null &&
+        typeof o.output.output_type === 'string' &&
+        (o.display_id === null || typeof o.display_id === 'string')
+    )
+  );
+}
+
 function parse(data: unknown): IControlAnswer {
   const answer = (data ?? {}) as Record<string, unknown>;
   if (typeof answer.ok !== 'boolean') {
@@ -121,7 +157,9 @@ function parse(data: unknown): IControlAnswer {
     state: typeof answer.state === 'string' ? answer.state : undefined,
     note: typeof answer.note === 'string' ? answer.note : null,
     lines: Array.isArray(answer.lines) ? answer.lines.filter((l): l is string => typeof l === 'string') : undefined,
-    states: Array.isArray(answer.states) ? answer.states.map(parse) : undefined
+    states: Array.isArray(answer.states) ? answer.states.map(parse) : undefined,
+    live: answer.live === true,
+    cells: Array.isArray(answer.cells) ? answer.cells.filter(isCellShown) : undefined
   };
 }
 

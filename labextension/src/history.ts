@@ -2,8 +2,12 @@
  * A session's audit log as the sidebar draws it: records become transcript entries, rows
  * are grouped by turn, and a page put in front of what is shown joins a turn it cut in two.
  */
-import { HistoryRecord, IHistoryEntry, IToolCall, IToolEntry, TranscriptEntry } from './api';
+import { HistoryRecord, IHistoryEntry, IPlanEntry, IToolCall, IToolEntry, TranscriptEntry } from './api';
+import { planEntry, tick } from './plan';
 
+/** Plan mode's tools (agentik_jupyter/tools/modes.py PLAN_TOOL, STEP_TOOL). */
+const PLAN_TOOL = 'propose_plan';
+const STEP_TOOL = 'plan_step';
 const PREVIEW_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'text/html'];
 /** Where what was attached for the model (@mentions, a fix's details) begins: the user sees their question only. */
 const ATTACHED = '\n\nAttached by ';
@@ -27,10 +31,12 @@ function displayPayload(display: Record<string, unknown> | null | undefined): Re
   return kept.length ? (Object.fromEntries(kept) as Record<string, string>) : null;
 }
 
-/** Audit-log records -> transcript entries: each tool call one card, its result filled in. */
+/** Audit-log records -> transcript entries: each tool call one card, its result filled in; a
+ * propose_plan call is followed by its plan's card, ticked by the plan_step calls that succeeded. */
 export function historyEntries(records: HistoryRecord[]): TranscriptEntry[] {
   const entries: TranscriptEntry[] = [];
   const tools = new Map<string, IToolEntry>();
+  let running: IPlanEntry | null = null;
   const card = (call: IToolCall): IToolEntry => {
     let tool = tools.get(call.id);
     if (!tool) {
@@ -56,12 +62,20 @@ export function historyEntries(records: HistoryRecord[]): TranscriptEntry[] {
         break;
       case 'tool_result': {
         const r = record.result;
-        Object.assign(card({ id: r.tool_call_id, name: r.name }), {
+        const tool = card({ id: r.tool_call_id, name: r.name });
+        Object.assign(tool, {
           result: r.error ? null : resultText(r.result),
           error: r.error ?? null,
           duration_ms: r.duration_ms ?? null,
           display: displayPayload(r.display)
         });
+        if (r.name === PLAN_TOOL) {
+          const plan = planEntry(r.tool_call_id, tool.args, r.display, r.error);
+          entries.splice(entries.indexOf(tool) + 1, 0, plan);
+          running = plan.decision === 'approved' ? plan : running;
+        } else if (r.name === STEP_TOOL && !r.error && running) {
+          tick(running, tool.args);
+        }
         break;
       }
       case 'error':

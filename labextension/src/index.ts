@@ -12,6 +12,8 @@ import { SessionsSidebar } from './sidebar';
 import { liveTextPlugin } from './livetext';
 import { pasteImagesPlugin } from './paste_images';
 import { pinningPlugin } from './pinning';
+import { panelPlugin } from './panel';
+import { reattachPlugin } from './reattach';
 import { rewindPlugin } from './rewind';
 
 const sessionsPlugin: JupyterFrontEndPlugin<void> = {
@@ -58,5 +60,7 @@ export default [
   gotoPlugin,
   pasteImagesPlugin,
   pinningPlugin,
-  rewindPlugin
+  rewindPlugin,
+  panelPlugin,
+  reattachPlugin
 ];

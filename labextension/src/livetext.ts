@@ -13,7 +13,8 @@
  * `agentik.frontend`, answered here, on every notebook kernel connection, by opening
  * `agentik.frontend.reply` with `{live_text: 1}`, only when ipywidgets' manager is there
  * (@jupyter-widgets/base is loaded on demand: without it the rest of the extension works and
- * that key is left out), and `{rewind: 1}`: a finished turn's Rewind is drawn by rewind.ts.
+ * that key is left out), and `{rewind: 1}`: a finished turn's Rewind is drawn by rewind.ts, and
+ * (with ipywidgets' manager) `{panel: 1}`: the chat panel's saved place is drawn by panel.ts.
  * Without this extension the kernel streams into ipywidgets' HTML widgets.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -52,7 +53,7 @@ function answerHellos(notebooks: INotebookTracker, liveText: boolean): void {
   forEachNotebookKernel(notebooks, (_panel, kernel) => {
     kernel.registerCommTarget(HELLO_TARGET, () => {
       // (the kernel closes both comms: the hello at once, the reply once read)
-      kernel.createComm(REPLY_TARGET).open(liveText ? { live_text: 1, rewind: 1 } : { rewind: 1 });
+      kernel.createComm(REPLY_TARGET).open(liveText ? { live_text: 1, rewind: 1, panel: 1 } : { rewind: 1 });
     });
   });
 }

@@ -5,7 +5,9 @@
  * this answers by opening `agentik.notebook.reply` with the request id. `read` answers the
  * document as the editor holds it (unsaved edits included). `edit_cell` / `delete_cell` answer
  * `stale` when the cell no longer holds the source the agent read, else show the change on the
- * cell with Accept / Reject / Accept and run, answer `shown`, and then the user's decision.
+ * cell with Accept / Reject / Accept and run, answer `shown`, and then the user's decision. A cell
+ * that changed while its diff waited is never overwritten: Accept says so and shows the same change
+ * against the cell's new text, for the user to accept or reject.
  * Nothing changes before Accept; a request the kernel closes (Stop, timeout) takes its diff away.
  * `insert_cell` puts a proposed cell below the asking one (cells.ts) and answers its id;
  * `run_cells` re-runs cells in order (the fix loop's dependent cells, after the user approved
@@ -56,11 +58,15 @@ interface IRequest {
   expected_source?: string;
   new_source?: string;
   in_request?: boolean;
+  /** Auto mode: apply the edit at once, marked as the agent's (Rewind takes it back). */
+  auto?: boolean;
   source?: string;
   after_cell_id?: string | null;
   cell_ids?: string[];
   changes?: IChange[];
   title?: string;
+  /** Who proposes an edit when it is not our agent: an outside client's name (e.g. "claude-code"). */
+  by?: string;
   page?: string | null;
 }
 
@@ -119,7 +125,11 @@ function standBy(
       return;
     }
     const outcome = ((msg.content.data ?? {}) as { outcome?: { status?: string; cell_id?: string } }).outcome ?? {};
-    const changed = outcome.status === 'accepted' || outcome.status === 'accepted_and_run' || (outcome.status === 'ok' && !!outcome.cell_id);
+    const changed =
+      outcome.status === 'accepted' ||
+      outcome.status === 'accepted_and_run' ||
+      outcome.status === 'applied' ||
+      (outcome.status === 'ok' && !!outcome.cell_id);
     if (!changed) {
       return;
     }
@@ -182,13 +192,27 @@ export function lineDiff(before: string, after: string): Array<[' ' | '-' | '+',
 
 /** The proposal under the cell's input: the diff (text only, never HTML, hidden characters as badges) and the buttons. */
 class ProposalWidget extends Widget {
-  constructor(title: string, diff: Array<[string, string]>, decide: (status: string) => void, canRun: boolean) {
+  constructor(
+    title: string,
+    diff: Array<[string, string]>,
+    decide: (status: string) => void,
+    canRun: boolean,
+    note: string | null = null
+  ) {
     super();
     this.addClass('agentik-proposal');
     const node = this.node;
     const heading = document.createElement('div');
     heading.className = 'agentik-proposal-title';
     heading.textContent = title;
+    const said: HTMLElement[] = [];
+    if (note) {
+      const p = document.createElement('div');
+      p.className = 'agentik-proposal-note';
+      p.setAttribute('role', 'status');
+      p.textContent = note;
+      said.push(p);
+    }
     const pre = document.createElement('pre');
     pre.className = 'agentik-proposal-diff';
     for (const [mark, text] of diff) {
@@ -214,7 +238,7 @@ class ProposalWidget extends Widget {
       button('Accept and run', 'accepted_and_run');
     }
     button('Reject', 'rejected');
-    node.append(heading, ...(hidden ? [hidden] : []), pre, buttons);
+    node.append(heading, ...said, ...(hidden ? [hidden] : []), pre, buttons);
   }
 }
 
@@ -279,6 +303,9 @@ async function runCells(panel: NotebookPanel, kernel: Kernel.IKernelConnection, 
   answer(kernel, request.request_id, { phase: 'result', status: 'ok', cells });
 }
 
+export const CHANGED_NOTE =
+  'This cell changed after the agent proposed its change, so nothing was replaced. Below is the same change against the cell as it is now.';
+
 function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: Kernel.IComm, request: IRequest): void {
   const found = cellWidget(panel, request.cell_id ?? '');
   if (!found) {
@@ -286,63 +313,109 @@ function propose(panel: NotebookPanel, kernel: Kernel.IKernelConnection, comm: K
     return;
   }
   const { cell } = found;
-  const shared = cell.model.sharedModel;
-  if (shared.getSource() !== (request.expected_source ?? '')) {
+  if (cell.model.sharedModel.getSource() !== (request.expected_source ?? '')) {
     answer(kernel, request.request_id, { phase: 'result', status: 'stale' });
     return;
   }
   const deleting = request.action === 'delete_cell';
-  const before = shared.getSource();
+  if (request.auto === true) {
+    applyAtOnce(panel, kernel, request, found.index, deleting);
+    return;
+  }
   const after = deleting ? '' : request.new_source ?? '';
-  const sizes = deleting ? `(${linesText(before)})` : `(${linesText(before)} → ${linesText(after)})`;
-  const title = request.title
-    ? `${request.title} ${sizes}`
-    : deleting
-      ? `The agent proposes deleting this cell ${sizes}`
-      : `The agent proposes this change ${sizes}`;
-  const diff = lineDiff(before, after);
   let decided = false;
-  const widget = new ProposalWidget(
-    title,
-    diff,
-    status => {
-      if (decided) {
-        return;
-      }
-      decided = true;
-      widget.dispose();
-      const still = cellWidget(panel, request.cell_id ?? '');
-      if (status !== 'rejected' && still) {
-        if (still.cell.model.sharedModel.getSource() !== (request.expected_source ?? '')) {
-          answer(kernel, request.request_id, { phase: 'result', status: 'stale' });
+  let widget: ProposalWidget | null = null;
+  // The diff is against `before`; Accept applies it only while the cell still holds `before`. A cell
+  // changed meanwhile (typing, a collaborator, a reload) is never overwritten: Accept says so and
+  // offers the same change against the cell's new text instead.
+  const offer = (target: NotebookPanel['content']['widgets'][number], before: string, note: string | null): void => {
+    const sizes = deleting ? `(${linesText(before)})` : `(${linesText(before)} → ${linesText(after)})`;
+    const who = typeof request.by === 'string' && request.by.trim() ? request.by.trim() : 'The agent';
+    const title = request.title
+      ? `${request.title} ${sizes}`
+      : deleting
+        ? `${who} proposes deleting this cell ${sizes}`
+        : `${who} proposes this change ${sizes}`;
+    widget = new ProposalWidget(
+      title,
+      lineDiff(before, after),
+      status => {
+        if (decided) {
           return;
         }
-        if (deleting) {
-          panel.content.model?.sharedModel.deleteCell(still.index);
-        } else {
-          still.cell.model.sharedModel.setSource(request.new_source ?? '');
-          if (status === 'accepted_and_run') {
-            void saveForOthers(panel).then(() => runAndReport(panel, kernel, request, still.index));
+        widget?.dispose();
+        const still = cellWidget(panel, request.cell_id ?? '');
+        if (status !== 'rejected' && still) {
+          const now = still.cell.model.sharedModel.getSource();
+          if (now !== before) {
+            offer(still.cell, now, CHANGED_NOTE);
             return;
           }
+          decided = true;
+          if (deleting) {
+            panel.content.model?.sharedModel.deleteCell(still.index);
+          } else {
+            still.cell.model.sharedModel.setSource(after);
+            if (status === 'accepted_and_run') {
+              void saveForOthers(panel).then(() => runAndReport(panel, kernel, request, still.index));
+              return;
+            }
+          }
+          void saveForOthers(panel).then(() => answer(kernel, request.request_id, { phase: 'result', status }));
+          return;
         }
-        void saveForOthers(panel).then(() => answer(kernel, request.request_id, { phase: 'result', status }));
-        return;
-      }
-      answer(kernel, request.request_id, { phase: 'result', status });
-    },
-    !deleting && cell.model.type === 'code'
-  );
-  const layout = cell.layout as PanelLayout;
-  layout.insertWidget(Math.min(2, layout.widgets.length), widget);
-  withdrawFix(layout);
+        decided = true;
+        answer(kernel, request.request_id, { phase: 'result', status });
+      },
+      !deleting && target.model.type === 'code',
+      note
+    );
+    const layout = target.layout as PanelLayout;
+    layout.insertWidget(Math.min(2, layout.widgets.length), widget);
+    withdrawFix(layout);
+    const index = panel.content.widgets.indexOf(target);
+    reveal(panel, index < 0 ? found.index : index, widget);
+  };
+  offer(cell, cell.model.sharedModel.getSource(), null);
   comm.onClose = () => {
     decided = true;
-    widget.dispose();
+    widget?.dispose();
   };
-  reveal(panel, found.index, widget);
   const count = cell.model.type === 'code' ? (cell.model.toJSON() as { execution_count?: number | null }).execution_count : null;
   answer(kernel, request.request_id, { phase: 'shown', cell_number: found.index + 1, execution_count: count ?? null });
+}
+
+/**
+ * Auto mode: the agent's edit lands without waiting for Accept (the kernel checked the source it read
+ * is still the cell's). An edited cell says so under its input until a rewind puts it back (or the
+ * notebook is reloaded).
+ */
+function applyAtOnce(
+  panel: NotebookPanel,
+  kernel: Kernel.IKernelConnection,
+  request: IRequest,
+  index: number,
+  deleting: boolean
+): void {
+  if (deleting) {
+    panel.content.model?.sharedModel.deleteCell(index);
+  } else {
+    const cell = panel.content.widgets[index];
+    cell.model.sharedModel.setSource(request.new_source ?? '');
+    const layout = cell.layout as PanelLayout;
+    unmark(layout);
+    const mark = new Widget();
+    mark.addClass(AUTO_MARK);
+    mark.node.textContent = '✎ Changed by the agent (Auto mode): Rewind takes it back';
+    layout.insertWidget(Math.min(2, layout.widgets.length), mark);
+  }
+  void saveForOthers(panel).then(() => answer(kernel, request.request_id, { phase: 'result', status: 'applied' }));
+}
+
+const AUTO_MARK = 'agentik-auto-edit';
+
+function unmark(layout: PanelLayout): void {
+  layout.widgets.filter(w => w.hasClass(AUTO_MARK)).forEach(w => w.dispose());
 }
 
 /**
@@ -375,6 +448,10 @@ export function revertCells(panel: NotebookPanel, changes: IChange[]): Array<{ c
     }
     if (change.kind === 'edit') {
       cell.setSource(change.old ?? '');
+      const widget = panel.content.widgets[index];
+      if (widget) {
+        unmark(widget.layout as PanelLayout); // (an Auto edit's mark goes with it)
+      }
       return { cell_id: change.cell_id, outcome: 'reverted' };
     }
     shared.deleteCell(index);

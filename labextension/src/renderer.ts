@@ -16,6 +16,7 @@ import { Widget } from '@lumino/widgets';
 
 import { ITranscript, IToolEntry, IUsage, TRANSCRIPT_MIME, TranscriptEntry } from './api';
 import { appendVisible, badgeTextNodes, plainVisible, warning } from './invisible';
+import { planCard } from './plan';
 import { allowListed, escapeRawHtml } from './safehtml';
 
 /** What rendering Markdown needs: the renderer options or the rendermime registry both fit. */
@@ -32,6 +33,8 @@ const ENDINGS: Record<string, string> = {
   interrupted: STOPPED,
   error: '⚠ Failed'
 };
+/** A rewound turn's footer mark (agentik_jupyter/widgets/transcript.py REWOUND_MARK). */
+const REWOUND = '↶ Rewound';
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
 const BASE64 = /^[A-Za-z0-9+/=\s]*$/;
 const IMG_TAG = /<img\b[^>]*>/gi;
@@ -245,7 +248,7 @@ function toolCard(tool: IToolEntry, ctx: RenderContext): HTMLElement {
 }
 
 /**
- * One node per entry, in order: question, answer, tool card, error. `bundleHtml` is the bundle's
+ * One node per entry, in order: question, answer, tool card, plan card, error. `bundleHtml` is the bundle's
  * text/html, where a saved transcript keeps its answers (`in_html`); an answer saved whole in the
  * JSON (a short one, or any answer of a notebook saved before) is rendered from its Markdown.
  */
@@ -259,7 +262,11 @@ export async function renderEntries(
       switch (entry.role) {
         case 'user': {
           const node = el('div', 'agentik-user');
-          node.append(el('span', 'agentik-who', 'You'), el('div', 'agentik-question', entry.content));
+          const who = el('span', 'agentik-who', 'You');
+          if (typeof entry.mode === 'string' && entry.mode) {
+            who.append(' ', el('span', 'agentik-mode', `· ${entry.mode}`)); // as the live header says it
+          }
+          node.append(who, el('div', 'agentik-question', entry.content));
           return node;
         }
         case 'assistant': {
@@ -268,6 +275,8 @@ export async function renderEntries(
         }
         case 'tool':
           return toolCard(entry, ctx);
+        case 'plan':
+          return planCard(entry);
         case 'notice':
           return el('div', 'agentik-notice', entry.message);
         default:
@@ -303,7 +312,8 @@ function endingText(transcript: ITranscript): string {
 
 function statusText(transcript: ITranscript): string {
   const elapsed = typeof transcript.elapsed_s === 'number' ? `${transcript.elapsed_s.toFixed(1)} s` : '';
-  return [endingText(transcript), elapsed, usageText(transcript.usage)].filter(Boolean).join(' · ');
+  const rewound = transcript.rewound === true ? REWOUND : '';
+  return [endingText(transcript), rewound, elapsed, usageText(transcript.usage)].filter(Boolean).join(' · ');
 }
 
 export class TranscriptRenderer extends Widget implements IRenderMime.IRenderer {

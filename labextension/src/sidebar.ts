@@ -40,6 +40,14 @@ export const agentIcon = new LabIcon({
     'a2 2 0 0 1 2-2zm3 6.5a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01z"/></svg>'
 });
 
+const MODE_LABELS: Record<string, string> = { ask: 'Ask', agent: 'Agent', auto: 'Auto', plan: 'Plan' };
+
+/** The session's mode as the sidebar says it ("Auto · "), or nothing when it never set one. */
+function modeText(session: ISessionInfo): string {
+  const label = session.mode ? MODE_LABELS[session.mode] : undefined;
+  return label ? `${label} · ` : '';
+}
+
 function when(seconds: number): string {
   return new Date(seconds * 1000).toLocaleString();
 }
@@ -291,7 +299,11 @@ export class SessionsSidebar extends Widget {
     const open = button('', 'agentik-session', () => void this.openSession(session));
     open.append(
       el('span', 'agentik-session-title', label),
-      el('span', 'agentik-session-meta', `${session.message_count} messages · ${when(session.updated_at)}`)
+      el(
+        'span',
+        'agentik-session-meta',
+        `${session.message_count} messages · ${modeText(session)}${when(session.updated_at)}`
+      )
     );
     const actions = el('div', 'agentik-session-actions');
     const rename = button('Rename', 'agentik-rename', () => this.startRename(path, session, item));

@@ -196,12 +196,28 @@ def test_7_insert_cell_proposes_a_new_cell_below_not_run(lab: Lab) -> None:
     shot(lab, "demo_inserted.png", at=lab.cell(below))
 
 
+ACTIONS_OUTSIDE_FRAME = """(title) => {
+  let frame = title;  // the session's card: the nearest box around its title that draws a border
+  while (frame && parseFloat(getComputedStyle(frame).borderTopWidth) === 0) frame = frame.parentElement;
+  const f = frame.getBoundingClientRect();
+  return [...title.closest('li').querySelectorAll('.agentik-session-actions button')]
+    .filter(b => { const r = b.getBoundingClientRect();
+                   return r.top < f.top - 0.5 || r.bottom > f.bottom + 0.5 || r.left < f.left - 0.5 || r.right > f.right + 0.5; })
+    .map(b => b.textContent);
+}"""
+"""The session's actions (Rename, Delete, Continue here) that lie outside its card's frame."""
+
+
 def test_8_the_sessions_panel_lists_the_session_and_its_questions(lab: Lab) -> None:
     sidebar = open_sessions_sidebar(lab)
     sessions = sidebar.locator("button.agentik-session")
     lab.wait(lambda: sessions.count() >= 1, 15, "the session in the panel")
     assert NOTEBOOK in lab.text(sidebar.locator(".agentik-sidebar-notebook"))
     assert "Which variables do I have?" in lab.text(sessions.last)
+    title = sidebar.locator(".agentik-session-title").last
+    outside = title.evaluate(ACTIONS_OUTSIDE_FRAME)
+    assert outside == [], f"outside the session's card: {outside}"
+    shot(lab, "demo_session_card.png", at=sidebar.locator("li.agentik-session-row").last)
     sessions.last.click()
     history = sidebar.locator(".agentik-history")
     lab.wait(lambda: "Describe the sales DataFrame for me." in lab.text(history), 15, "the session's history")

@@ -147,7 +147,8 @@ def saved_transcript_notebook(path: Path) -> None:
 
 def test_3_saved_transcript_tool_card_shows_badges(lab: Lab, tmp_path: Path) -> None:
     saved_transcript_notebook(lab.server.root / "saved_invisible.ipynb")
-    lab.page.goto(f"{lab.server.url}/lab/tree/saved_invisible.ipynb?token={lab.server.token}", timeout=30_000)
+    # ?reset: only this notebook open (the earlier notebook, restored, shows its live turn again)
+    lab.page.goto(lab.server.link("/lab/tree/saved_invisible.ipynb", reset=True), timeout=30_000)
     card = lab.page.locator(".jp-AgentikTranscript .agentik-tool").first
     card.wait_for(timeout=45_000)
     assert "<U+202E RLO>" in lab.text(card.locator("summary").first)  # the title too, as plain text

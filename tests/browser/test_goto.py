@@ -56,13 +56,13 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab with the go-to plugin disabled (labconfig/page_config.json), as in a frontend without it."""
     with notebook_page(
-        tmp_path_factory, NOTEBOOK, SOURCES, artifact="jupyterlab-goto-bare", url_path=f"/lab/tree/{NOTEBOOK}"
+        tmp_path_factory,
+        NOTEBOOK,
+        SOURCES,
+        artifact="jupyterlab-goto-bare",
+        url_path=f"/lab/tree/{NOTEBOOK}",
+        disabled=("agentik-jupyter:goto",),
     ) as lab:
-        config = lab.server.log_path.parent / "config" / "labconfig"
-        config.mkdir(parents=True, exist_ok=True)
-        (config / "page_config.json").write_text(json.dumps({"disabledExtensions": {"agentik-jupyter:goto": True}}))
-        lab.page.reload()
-        lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
         lab.app = "jupyterlab_without_goto"  # type: ignore[attr-defined]
         yield lab
 
@@ -186,7 +186,11 @@ def test_the_waiting_line_shows_the_diff_it_waits_on(lab: Lab) -> None:
     lab.cell(CELL_QUEUED).scroll_into_view_if_needed()  # the user went back to the asking cell
     accept = proposal.get_by_role("button", name="Accept", exact=True)
     lab.wait(lambda: not in_view(accept), 5, "the diff to be out of view")
-    assert "waiting for your answer on the diff on cell 1" in lab.text(asking)
+    lab.wait(
+        lambda: "waiting for your answer on the diff on cell 1" in lab.text(asking),
+        30,
+        "the line to say what it waits on",
+    )
     # A slow click: the line re-renders (its elapsed time ticks) between press and release.
     pressed = show.element_handle()
     box = show.bounding_box()

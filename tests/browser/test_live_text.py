@@ -18,6 +18,7 @@ import pytest
 
 from tests.browser.test_browser import Lab, notebook_page  # noqa: E402  (skips the module when chromium is missing)
 from tests.browser.test_notebook import run_cell  # noqa: E402
+from tests.browser_apps import restart_from_the_menu  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -134,16 +135,6 @@ def test_a_paced_answer_grows_in_the_live_text_and_ends_as_the_transcript(lab: L
     for text in shown:  # each state is a start of the answer (the unfinished word may differ)
         assert final.startswith(text[: max(0, len(text) - 30)]), (text, final)
     assert shown[-1] == final  # the live text ends on the transcript's text: no jump
-
-
-def restart_from_the_menu(lab: Lab) -> None:
-    """Kernel > Restart Kernel…, then Restart in the dialog that asks: the page restarts the kernel
-    itself, as a user does, so it knows of the new kernel before the next cell runs."""
-    lab.page.get_by_role("menuitem", name="Kernel", exact=True).click()
-    lab.page.locator(".lm-Menu-item", has_text="Restart Kernel…").first.click()
-    dialog = lab.page.locator(".jp-Dialog")
-    dialog.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=60_000)
-    dialog.wait_for(state="detached", timeout=60_000)
 
 
 def test_after_a_kernel_restart_the_new_kernel_learns_it_again(lab: Lab) -> None:

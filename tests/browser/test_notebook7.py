@@ -8,7 +8,6 @@ Accept and run / Reject; Reject leaves the cell as it was and the model is told;
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +19,7 @@ from tests.browser.test_browser import (  # noqa: E402  (skips the module when c
     tool_messages,
 )
 from tests.browser.test_notebook import PROPOSAL, live_cell_ids, run_cell, source
-from tests.browser_apps import is_notebook7, url_path
+from tests.browser_apps import IDLE, is_notebook7, url_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -42,7 +41,7 @@ def nb7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         url_path=url_path("notebook7", NOTEBOOK),
         reset=False,
     ) as lab:
-        time.sleep(2.0)
+        lab.wait(lambda: lab.page.locator(IDLE).count() > 0, 60, "the notebook's kernel to be idle")
         # Notebook 7.6 itself logs "Cannot read properties of undefined (reading 'schema')" while the
         # page loads, with the agentik extension disabled too: only errors after the load count.
         lab.console.clear()

@@ -23,8 +23,9 @@ from tests.browser.test_browser import Lab, browser_lab, lab_server, run_cell, w
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
 from tests.kernel_support import AGENT_EXPR  # noqa: E402
+from tests.shared_servers import shared_llm  # noqa: E402
 
 NOTEBOOK = "panel_live.ipynb"
 CHUNK_DELAY = 0.03
@@ -144,7 +145,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root.mkdir()
     write_code_cells(root / NOTEBOOK, CELL_SOURCES)
     with (
-        FakeLLMServer(chunk_delay=CHUNK_DELAY) as srv,
+        shared_llm(chunk_delay=CHUNK_DELAY) as srv,
         lab_server(root, home, srv, artifact="jupyterlab_panel_live") as server,
         browser_lab(srv, server, artifact="jupyterlab_panel_live", height=1000, levels=("error",)) as lab,
     ):
@@ -183,7 +184,7 @@ def last_text(lab: Lab, text: str) -> Any:
 
 def test_1_history_shows_with_the_last_reply_in_view(lab: Lab) -> None:
     page = lab.page
-    page.goto(f"{lab.server.url}/lab/tree/{NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
+    page.goto(lab.server.link(f"/lab/tree/{NOTEBOOK}", reset=True), timeout=30_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
     lab.srv.push(Reply.text(FIRST_ANSWER))
     for index in (CELL_LOAD, CELL_DATA, CELL_FIRST, CELL_PANEL):

@@ -11,13 +11,11 @@ Screenshots: tests/artifacts/<app>_quickstart_*.png.
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 
 import nbformat
 import pytest
 
-from agentik_jupyter.testing import FakeLLMServer
 from tests.browser.test_browser import (
     QUICKSTART,
     TRANSCRIPT,
@@ -27,12 +25,12 @@ from tests.browser.test_browser import (
     browser_lab,
     lab_server,
 )
-from tests.browser_apps import APPS, is_notebook7, reset, shot, unsaved_changes, url_path
+from tests.browser_apps import APPS, IDLE, is_notebook7, reset, shot, unsaved_changes, url_path
+from tests.shared_servers import shared_llm
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 # the kernel is idle: the toolbar's execution indicator (both apps), Notebook 7's kernel status
-IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-NotebookKernelStatus:has-text('Idle')"
 
 
 @pytest.fixture(scope="module", params=APPS)
@@ -44,12 +42,11 @@ def opened(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     shutil.copy(QUICKSTART, root / QUICKSTART.name)
     artifact = f"{app}-quickstart"
     with (
-        FakeLLMServer() as srv,
-        lab_server(root, home, srv, artifact=artifact, AGENTIK_DB_PATH=str(tmp / "q.agentik.db")) as server,
+        shared_llm() as srv,
+        lab_server(root, home, srv, artifact=artifact, app=app) as server,
         browser_lab(srv, server, artifact=artifact, height=1300) as lab,
     ):
-        query = "reset&" if reset(app) else ""
-        lab.page.goto(f"{server.url}{url_path(app, QUICKSTART.name)}?{query}token={server.token}", timeout=30_000)
+        lab.page.goto(server.link(url_path(app, QUICKSTART.name), reset=reset(app)), timeout=30_000)
         lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
         lab.app = app  # type: ignore[attr-defined]
         assert is_notebook7(lab) == (app == "notebook7")
@@ -86,6 +83,6 @@ def test_a_turn_whose_tool_failed_is_not_shown_done(opened: Lab) -> None:
 def test_opening_the_quickstart_leaves_it_unmodified(opened: Lab) -> None:
     lab = opened
     lab.wait(lambda: lab.page.locator(IDLE).count() > 0, 60, "the kernel to start")
-    time.sleep(3)  # what the app does once the kernel is ready (language info, widget restore) has happened
+    # what the app does once the kernel is ready (language info, widget restore) must not modify it
+    lab.stays(lambda: not unsaved_changes(lab), 3.0, "the quickstart unmodified right after opening it")
     shot(lab, "quickstart_idle.png")
-    assert not unsaved_changes(lab), "the quickstart holds unsaved changes right after opening it"

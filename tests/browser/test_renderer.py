@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -21,26 +20,25 @@ from typing import Any
 import pytest
 
 from tests.browser.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TRANSCRIPT,
     TRANSCRIPT_MIME,
-    quiet_lab_settings,
+    browser_lab,
+    lab_server,
     wait_until,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 import nbformat  # noqa: E402
-from playwright import sync_api  # noqa: E402
 
 from agentik_jupyter.types import ChatMessage  # noqa: E402
 from agentik_jupyter.widgets.transcript import PLAIN_TEXT_LIMIT, transcript_bundle  # noqa: E402
-from tests.jupyter_servers import jupyter  # noqa: E402
+from tests.shared_servers import shared_llm  # noqa: E402
 
 NOTEBOOK = "loads_nothing.ipynb"
 LONG_NOTEBOOK = "long_answer.ipynb"
 TAMPERED_NOTEBOOK = "long_answer_tampered.ipynb"
+TOC_SETTINGS = "@jupyterlab/toc-extension/registry"
 URL_ATTRIBUTES = "[src]:not([src^='data:image/']), [srcset], [poster], [background], [style*='url'], link, source"
 MEDIA = "video, audio, input, img, picture, svg, iframe, object, embed"
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -170,13 +168,9 @@ def lab_page(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[A
     """JupyterLab on the three saved notebooks. `request.param` False turns off JupyterLab's own
     Table of Contents headings from outputs: it parses every text/html output in a live <div>
     (whatever renderer draws it), which fetches what JupyterLab's sanitizer leaves in it."""
-    root, home = tmp_path / "root", tmp_path / "home"
+    root = tmp_path / "root"
     root.mkdir()
-    quiet_lab_settings(home)
-    if not getattr(request, "param", True):
-        toc = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "toc-extension"
-        toc.mkdir(parents=True, exist_ok=True)
-        (toc / "registry.jupyterlab-settings").write_text('{"includeOutput": false}')
+    settings = {} if getattr(request, "param", True) else {TOC_SETTINGS: {"includeOutput": False}}
     with contextlib.ExitStack() as stack:
         listener = stack.enter_context(Listener())
         write_notebook(
@@ -190,21 +184,17 @@ def lab_page(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[A
                 "%%agent --wait\nWrite the long report",
                 long_answer_bundle(listener.base, tampered=tampered),
             )
-        with pytest.MonkeyPatch.context() as mp:
-            for name in [n for n in os.environ if n.startswith(("AGENTIK_", "LLM_"))]:
-                mp.delenv(name)
-            server = stack.enter_context(jupyter(root, home, app="lab", env={}, timeout=60))
-        playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
-        stack.callback(browser.close)
-        page = browser.new_page(viewport={"width": 1280, "height": 1300})
-        page.set_default_timeout(15_000)
-        yield page, server, listener
+        srv = stack.enter_context(shared_llm())
+        server = stack.enter_context(
+            lab_server(root, tmp_path / "home", srv, artifact=f"renderer-{request.node.name}", settings=settings)
+        )
+        lab = stack.enter_context(browser_lab(srv, server, artifact=f"renderer-{request.node.name}", height=1300))
+        yield lab.page, server, listener
 
 
 def test_saved_transcript_loads_nothing_and_shows_raw_html_as_text(lab_page: tuple[Any, Any, Listener]) -> None:
     page, server, listener = lab_page
-    page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
+    page.goto(server.link(f"/lab/tree/{NOTEBOOK}", reset=True), timeout=30_000)
     transcript = page.locator(TRANSCRIPT).filter(has_text="END-URLS")
     wait_until(lambda: transcript.count() == 1, 45, "the transcript drawn by the extension")
     for card in transcript.locator("details.agentik-tool > summary").all():
@@ -230,7 +220,7 @@ def test_saved_transcript_loads_nothing_and_shows_raw_html_as_text(lab_page: tup
 
 
 def open_long_answer(page: Any, server: Any, notebook: str) -> tuple[Any, Any]:
-    page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}", timeout=30_000)
+    page.goto(server.link(f"/lab/tree/{notebook}", reset=True), timeout=30_000)
     transcript = page.locator(TRANSCRIPT).filter(has_text="Write the long report")
     wait_until(lambda: transcript.count() == 1, 45, "the long transcript drawn by the extension")
     answer = transcript.locator(".agentik-assistant")

@@ -3,22 +3,22 @@
 Headless Debian Chromium + the fake LLM: a turn reads the notebook, proposes an edit to a cell
 (the user accepts it on the cell, then changes it) and inserts a cell below the asking one; a
 `%agent rewind` cell then removes the inserted cell, proposes putting the changed cell's source
-back (the user accepts) and says so. Then a panel
-turn runs approved code, and the panel's Rewind button shows the preview, asks, and rewinds.
+back (the user accepts) and says so. A cell turn is stopped before the panel opens: the panel marks
+it "■ Stopped". Then a panel turn runs approved code, and the panel's Rewind button shows the
+preview, asks, and rewinds; the panel tells it once, by the rewound turn's line.
 Steps run in file order on one server, kernel and page per app.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.test_browser import Lab, notebook_page  # noqa: E402  (skips the module when chromium is missing)
+from tests.browser.test_browser import Lab  # noqa: E402  (skips the module when chromium is missing)
 from tests.browser.test_notebook import PROPOSAL, run_cell, source
-from tests.browser_apps import APPS, is_notebook7, shot, url_path
+from tests.browser_apps import app_page_fixture, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -26,8 +26,16 @@ from agentik_jupyter.notebook.cells import PROPOSAL_LINE  # noqa: E402
 from agentik_jupyter.testing import Reply  # noqa: E402
 
 NOTEBOOK = "rewind_demo.ipynb"
-CELL_LOAD, CELL_DATA, CELL_ASK, CELL_REWIND, CELL_PANEL = range(5)
-SOURCES = ["%load_ext agentik_jupyter", "rate = 1", "%%agent\nChange my notebook.", "%agent rewind", "%agent panel"]
+CELL_LOAD, CELL_DATA, CELL_ASK, CELL_REWIND, CELL_SLOW, CELL_STOP, CELL_PANEL = range(7)
+SOURCES = [
+    "%load_ext agentik_jupyter",
+    "rate = 1",
+    "%%agent\nChange my notebook.",
+    "%agent rewind",
+    "%%agent\nTake your time.",
+    "%agent stop",
+    "%agent panel",
+]
 EDITED = "rate = 2  # from the agent"
 MINE = "rate = 3  # mine"
 INSERTED = "print('RATE', rate)"
@@ -35,20 +43,7 @@ REWIND_NOW = re.compile(r"^\W*Rewind now$")  # (after the icon's glyph)
 LATEST = re.compile(r"^Take back the latest turn")  # the panel's Rewind beside Send
 
 
-@pytest.fixture(scope="module", params=APPS)
-def app_page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    app = str(request.param)
-    with notebook_page(
-        tmp_path_factory,
-        NOTEBOOK,
-        SOURCES,
-        artifact=f"{app}-rewind",
-        url_path=url_path(app, NOTEBOOK),
-        reset=app == "jupyterlab",
-    ) as lab:
-        lab.app = app  # type: ignore[attr-defined]
-        assert is_notebook7(lab) == (app == "notebook7")
-        yield lab
+app_page = app_page_fixture(NOTEBOOK, SOURCES, "rewind")
 
 
 def responder(request: Any) -> Reply:
@@ -113,6 +108,12 @@ def test_rewind_reverts_the_edit_and_removes_the_inserted_cell(app_page: Lab) ->
 def test_the_panel_rewind_button_previews_asks_and_rewinds(app_page: Lab) -> None:
     lab = app_page
     lab.srv.set_responder(None)
+    lab.srv.push(Reply.text("Never said.", first_byte_after=120))  # a turn stopped before the panel shows
+    asked = len(lab.srv.requests)
+    run_cell(lab, CELL_SLOW)
+    lab.wait(lambda: len(lab.srv.requests) > asked, 60, "the slow turn's request to the model")
+    run_cell(lab, CELL_STOP)
+    lab.wait(lambda: "■ Stopped" in lab.text(lab.output(CELL_SLOW)), 60, "the cell turn stopped")
     lab.srv.push(
         Reply.tool_calls([{"name": "run_code", "args": {"code": "rate = 5\nprint('RATE', rate)"}}]),
         Reply.text("Set the rate. END-PANEL"),
@@ -121,6 +122,11 @@ def test_the_panel_rewind_button_previews_asks_and_rewinds(app_page: Lab) -> Non
     panel = lab.output(CELL_PANEL)
     box = panel.get_by_placeholder("Ask the agent")
     box.wait_for(timeout=20_000)
+    # the turn stopped before the panel was shown is marked there, under its question
+    transcript = panel.locator(".agentik-panel-transcript")
+    lab.wait(lambda: "Take your time." in lab.text(transcript), 30, "the stopped turn in the panel")
+    assert lab.text(transcript).count("■ Stopped") == 1, lab.text(transcript)
+    assert lab.text(transcript).index("Take your time.") < lab.text(transcript).index("■ Stopped")
     box.fill("Set the rate to 5.")
     panel.get_by_role("button", name="Send").click()
     approve = panel.get_by_role("button", name="Approve")
@@ -131,12 +137,16 @@ def test_the_panel_rewind_button_previews_asks_and_rewinds(app_page: Lab) -> Non
 
     latest = panel.get_by_title(LATEST)  # (beside Send; each turn above ends with its own Rewind too)
     latest.click()
-    lab.wait(lambda: "Rewind would take back turn 2" in lab.text(panel), 20, "the preview")
+    lab.wait(lambda: "Rewind would take back turn 3" in lab.text(panel), 20, "the preview")
     preview = lab.text(panel)
     assert "names restored: rate" in preview and "Set the rate to 5." in preview
     shot(lab, "rewind_panel_preview.png", at=panel.get_by_role("button", name=REWIND_NOW))
     panel.get_by_role("button", name=REWIND_NOW).click()
-    lab.wait(lambda: "Rewound turn 2" in lab.text(panel), 20, "the rewind's outcome")
-    assert "names restored: rate" in lab.text(panel)
+    lab.wait(lambda: "Rewound turn 3" in lab.text(panel), 20, "the rewind's outcome")
+    lab.wait(lambda: not panel.get_by_role("button", name=REWIND_NOW).count(), 20, "the question answered")
+    # told once, by the rewound turn's line in the transcript: no printout under the box, no note
+    shown = lab.text(panel)
+    assert shown.count("Rewound turn 3") == 1 and "This turn was rewound." not in shown, shown
+    assert "names restored: rate" in lab.text(transcript)
     shot(lab, "rewind_panel_done.png", at=latest)
     assert not [line for line in lab.console if line.startswith("pageerror")], lab.console

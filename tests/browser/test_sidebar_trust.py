@@ -27,9 +27,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 from agentik_jupyter.notebook.attachments import ATTACHED  # noqa: E402
 from agentik_jupyter.persistence import SessionDB, SessionReader  # noqa: E402
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
 from agentik_jupyter.types import AssistantMessage, UserMessage  # noqa: E402
 from tests.kernel_support import AGENT_EXPR  # noqa: E402
+from tests.shared_servers import shared_llm  # noqa: E402
 
 NOTEBOOK = "trust.ipynb"
 DB = "trust.agentik.db"
@@ -81,7 +82,7 @@ def trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trust]:
     write_code_cells(root / NOTEBOOK, CELL_SOURCES)
     good = shipped_db(root / DB, marker)
     with (
-        FakeLLMServer() as srv,
+        shared_llm() as srv,
         lab_server(root, home, srv, artifact="jupyterlab_sidebar_trust") as server,
         browser_lab(srv, server, artifact="jupyterlab_sidebar_trust", height=1000, levels=("error",)) as lab,
     ):
@@ -104,7 +105,7 @@ def current(lab: Lab) -> str:
 
 def test_1_continue_here_without_the_extension_offers_to_load_it(trust: Trust) -> None:
     lab = trust.lab
-    lab.page.goto(f"{lab.server.url}/lab/tree/{NOTEBOOK}?reset&token={lab.server.token}", timeout=30_000)
+    lab.page.goto(lab.server.link(f"/lab/tree/{NOTEBOOK}", reset=True), timeout=30_000)
     lab.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
     run_cell(lab, CELL_READY)  # (the kernel has started: Continue here has a kernel to ask)
     lab.page.locator('.jp-SideBar [data-id="agentik-sessions"]').click()
@@ -129,8 +130,7 @@ def test_2_a_hostile_id_from_the_file_runs_no_code(trust: Trust) -> None:
         title = lab.text(row.locator(".agentik-session-title"))
         row.get_by_role("button", name="Continue here").click()
         lab.wait(lambda: f"continues “{title}”" in note(lab) or f"continue “{title}”" in note(lab), 15, "the answer")
-    time.sleep(1.0)
-    assert not trust.marker.exists(), "code from the sessions file ran in the kernel"
+    lab.stays(lambda: not trust.marker.exists(), 1.0, "no code from the sessions file to run in the kernel")
     assert "Hostile session" not in lab.text(sidebar(lab))
     lab.wait(lambda: "malformed ids and are not shown" in lab.text(sidebar(lab)), 10, "the hidden-rows note")
     assert f"CURRENT {trust.good}" in current(lab)

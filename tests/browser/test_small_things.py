@@ -10,7 +10,6 @@ Screenshots in tests/artifacts/small_things_*.png.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,8 +25,9 @@ from tests.browser.test_browser import (  # noqa: E402  (skips the module when c
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
 from agentik_jupyter.widgets.status import TICK_S  # noqa: E402
+from tests.shared_servers import shared_llm  # noqa: E402
 
 NOTEBOOK = "small_things.ipynb"
 CELL_LOAD, CELL_CODE, CELL_LONG = range(3)
@@ -44,11 +44,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root.mkdir()
     write_code_cells(root / NOTEBOOK, SOURCES)
     with (
-        FakeLLMServer(chunk_delay=0.02) as srv,
-        lab_server(root, home, srv, artifact="small_things", AGENTIK_APPROVAL_TIMEOUT="120") as server,
+        shared_llm(chunk_delay=0.02) as srv,
+        lab_server(root, home, srv, artifact="small_things") as server,
         browser_lab(srv, server, artifact="small_things", height=1200) as lab,
     ):
-        lab.page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?reset&token={server.token}", timeout=30_000)
+        lab.page.goto(server.link(f"/lab/tree/{NOTEBOOK}", reset=True), timeout=30_000)
         lab.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
         yield lab
 
@@ -74,9 +74,10 @@ def test_1_a_waiting_card_says_so_and_shows_its_code_as_code(lab: Lab) -> None:
     lab.wait(lambda: "Waiting for your approval" in lab.text(out.locator(".agentik-status")), 30, "the status line")
     # The card is right above the line: no button to go to it. (A fixed pause: checking that
     # something does not show, over one re-render of the line.)
-    time.sleep(TICK_S + 0.5)
     go = out.locator(".agentik-goto")
-    assert go.count() == 1 and not go.is_visible(), "Go to the approval shows with the card in view"
+    lab.stays(
+        lambda: go.count() == 1 and not go.is_visible(), TICK_S + 0.5, "no Go to the approval with the card in view"
+    )
     card.locator(":scope > summary").click()
     lab.wait(lambda: lab.text(code_block(card)) == CODE, 10, "the live card's code as code")
     lab.shot("small_things_waiting_card.png", at=approve)

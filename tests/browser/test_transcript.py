@@ -9,9 +9,7 @@ paragraphs, list items, emphasis, code and link, and takes the same room on the 
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,22 +18,20 @@ import pytest
 
 from tests.browser.test_browser import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TRANSCRIPT,
     TRANSCRIPT_MIME,
-    quiet_lab_settings,
+    browser_lab,
+    lab_server,
     wait_until,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-from playwright import sync_api  # noqa: E402
 
 from agentik_jupyter.types import ChatMessage  # noqa: E402
 from agentik_jupyter.widgets.transcript import transcript_bundle  # noqa: E402
 from tests.browser.test_renderer import write_notebook  # noqa: E402
-from tests.jupyter_servers import jupyter  # noqa: E402
+from tests.shared_servers import shared_llm  # noqa: E402
 from tests.widgets.test_transcript import report  # noqa: E402
 
 ANSWER = (
@@ -59,25 +55,20 @@ def bundles() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
-    root, home = tmp_path / "root", tmp_path / "home"
+    root = tmp_path / "root"
     root.mkdir()
-    quiet_lab_settings(home)
     for name, data in bundles().items():
         write_notebook(root / f"{name}.ipynb", "%%agent --wait\nWrite the report.", data)
-    with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as mp:
-        for name in [n for n in os.environ if n.startswith(("AGENTIK_", "LLM_"))]:
-            mp.delenv(name)
-        server = stack.enter_context(jupyter(root, home, app="lab", env={}, timeout=60))
-        playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
-        stack.callback(browser.close)
-        page = browser.new_page(viewport={"width": 1100, "height": 1400})
-        page.set_default_timeout(15_000)
-        yield page, server
+    with (
+        shared_llm() as srv,
+        lab_server(root, tmp_path / "home", srv, artifact="transcript") as server,
+        browser_lab(srv, server, artifact="transcript", width=1100, height=1400) as lab,
+    ):
+        yield lab.page, server
 
 
 def drawn(page: Any, server: Any, name: str) -> dict[str, Any]:
-    page.goto(f"{server.url}/lab/tree/{name}.ipynb?reset&token={server.token}", timeout=30_000)
+    page.goto(server.link(f"/lab/tree/{name}.ipynb", reset=True), timeout=30_000)
     answer = page.locator(TRANSCRIPT).locator(".agentik-assistant")
     wait_until(lambda: answer.count() == 1 and "END-OF-ANSWER" in answer.inner_text(), 45, f"{name}: the answer")
     ARTIFACTS.mkdir(exist_ok=True)

@@ -9,14 +9,13 @@ puts the deleted one back and `rate` too, which a cell run afterwards prints.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.test_browser import Lab, notebook_page  # noqa: E402  (skips the module when chromium is missing)
+from tests.browser.test_browser import Lab  # noqa: E402  (skips the module when chromium is missing)
 from tests.browser.test_notebook import PROPOSAL, run_cell, source
-from tests.browser_apps import APPS, is_notebook7, shot, url_path
+from tests.browser_apps import app_page_fixture, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -32,20 +31,7 @@ INSERTED = "print('INSERTED', rate)"
 REWIND, REWIND_NOW = re.compile(r"^\W*Rewind$"), re.compile(r"^\W*Rewind now$")  # (after the icon's glyph)
 
 
-@pytest.fixture(scope="module", params=APPS)
-def app_page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    app = str(request.param)
-    with notebook_page(
-        tmp_path_factory,
-        NOTEBOOK,
-        SOURCES,
-        artifact=f"{app}-turn-rewind",
-        url_path=url_path(app, NOTEBOOK),
-        reset=app == "jupyterlab",
-    ) as lab:
-        lab.app = app  # type: ignore[attr-defined]
-        assert is_notebook7(lab) == (app == "notebook7")
-        yield lab
+app_page = app_page_fixture(NOTEBOOK, SOURCES, "turn-rewind")
 
 
 def responder(request: Any) -> Reply:

@@ -21,8 +21,6 @@ import nbformat
 import pytest
 
 from tests.browser.test_browser import (  # noqa: E402  (skips the module when chromium is missing)
-    CHROMIUM,
-    CHROMIUM_ARGS,
     Lab,
     lab_server,
     save_artifact,
@@ -37,7 +35,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 from playwright import sync_api  # noqa: E402
 
 from agentik_jupyter.notebook.cells import PROPOSAL_LINE  # noqa: E402
-from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing import Reply  # noqa: E402
+from tests.shared_servers import new_context, shared_llm  # noqa: E402
 
 NOTEBOOK = "two_pages.ipynb"
 CELL_LOAD, CELL_DATA, CELL_ASK = range(3)
@@ -57,24 +56,15 @@ def two_pages(tmp: Path, app: str, collaborative: bool) -> Iterator[tuple[Lab, L
     write_code_cells(root / NOTEBOOK, SOURCES)
     name = f"two-pages-{app}-{'collab' if collaborative else 'plain'}"
     with contextlib.ExitStack() as stack:
-        srv = stack.enter_context(FakeLLMServer())
-        server = stack.enter_context(
-            lab_server(
-                root,
-                home,
-                srv,
-                artifact=name,
-                collaborative=collaborative,
-                AGENTIK_DB_PATH=str(tmp / "s.agentik.db"),
-                AGENTIK_APPROVAL_TIMEOUT="120",
-            )
-        )
+        srv = stack.enter_context(shared_llm())
+        server = stack.enter_context(lab_server(root, home, srv, artifact=name, app=app, collaborative=collaborative))
         playwright = stack.enter_context(sync_api.sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000)
+        browser, context = new_context(playwright, viewport={"width": 1280, "height": 1000})
         stack.callback(browser.close)
+        stack.callback(context.close)
         labs = []
         for which in ("a", "b"):
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page = context.new_page()
             page.set_default_timeout(15_000)
             lab = Lab(srv, server, page)
             lab.app = app  # type: ignore[attr-defined]
@@ -87,8 +77,7 @@ def two_pages(tmp: Path, app: str, collaborative: bool) -> Iterator[tuple[Lab, L
             )
             labs.append(lab)
         a, b = labs
-        reset = "reset&" if app == "jupyterlab" else ""
-        link = f"{server.url}{url_path(app, NOTEBOOK)}?{reset}token={server.token}"
+        link = server.link(url_path(app, NOTEBOOK), reset=app == "jupyterlab")
         a.page.goto(link, timeout=30_000)
         a.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=45_000)
         run_cell(a, CELL_LOAD)  # the kernel runs: the second page joins it
@@ -135,6 +124,7 @@ def shot(lab: Lab, name: str) -> None:
     lab.shot(name)
 
 
+@pytest.mark.xdist_group("alone")  # (collaboration: the server's shared presence of every page)
 @pytest.mark.parametrize("collaborative", [False, True], ids=["plain", "collaboration"])
 @pytest.mark.parametrize("app", APPS)
 def test_two_pages_edit_and_insert_land_once(tmp_path: Path, app: str, collaborative: bool) -> None:
@@ -142,7 +132,9 @@ def test_two_pages_edit_and_insert_land_once(tmp_path: Path, app: str, collabora
         pytest.skip("jupyter-collaboration (a test dependency: pip install -e '.[test]') is not installed")
     with two_pages(tmp_path, app, collaborative) as (a, b):
         root = a.server.root
-        target = on_disk(root).cells[CELL_DATA].id
+        read: list[Any] = []  # the notebook as read once readable (collaboration may be saving it)
+        a.wait(lambda: read.append(on_disk(root)) or read[-1] is not None, 30, "the notebook file readable")
+        target = read[-1].cells[CELL_DATA].id
         tag = f"{app}_{'collab' if collaborative else 'plain'}"
 
         # The turn, run in page a: read the live notebook, then propose an edit.

@@ -10,6 +10,7 @@ import pytest
 from agentik_jupyter.core.orchestrator import MAX_ITERATIONS_MESSAGE, Orchestrator
 from agentik_jupyter.core.store import AgentStore, ChatStore
 from agentik_jupyter.errors import AuthenticationError
+from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import AgentContext, ChatMessage, ToolDefinition, ToolParameter
@@ -181,8 +182,10 @@ async def test_interrupt_mid_tool_leaves_stores_consistent() -> None:
     release.set()
     assert agent.status == "idle" and agent.active_tool is None and chat.loading is False
     roles = [m.role for m in chat.messages]
-    assert roles == ["assistant", "tool"]
+    assert roles == ["assistant", "tool", "assistant"]
     assert chat.messages[1].tool_result.error == "Interrupted by the user."
+    assert chat.messages[2].error == INTERRUPTED_MESSAGE  # the stopped mark, as a resumed transcript has it
+    assert orch.last_outcome is not None and chat.messages[2] not in orch.last_outcome.messages  # (never sent)
     assert orch.last_outcome is not None and orch.last_outcome.reason == "interrupted"
     assert events[-1].type == "end" and events[-1].reason == "interrupted"
 
@@ -195,7 +198,8 @@ async def test_interrupt_while_streaming_keeps_partial_text() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert agent.status == "idle" and chat.loading is False
-    assert len(chat.messages) == 1 and 0 < len(chat.messages[0].content) < 400
+    assert len(chat.messages) == 2 and 0 < len(chat.messages[0].content) < 400
+    assert chat.messages[1].error == INTERRUPTED_MESSAGE
 
 
 async def test_sync_tools_run_on_the_loop_thread_unless_they_opt_into_a_thread() -> None:

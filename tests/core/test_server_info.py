@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentik_jupyter.core.server_info import find_server
-from agentik_jupyter.core.transport import InProcessTransport, ServerTransport, default_transport
+from agentik_jupyter.core.transport import InProcessTransport, ServerTransport, default_transport, provider_configured
 
 
 def test_reads_the_runtime_file_of_the_parent_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,3 +30,12 @@ def test_default_transport_follows_agentik_transport(tmp_path: Path, monkeypatch
     transport = default_transport("m")
     assert isinstance(transport, ServerTransport) and transport.base_url == "http://127.0.0.1:9999"
     assert transport.token is None and transport.model == "m"
+
+
+def test_a_provider_is_configured_where_its_key_is_in_the_kernel_or_the_server() -> None:
+    assert provider_configured({"LLM_API_KEY": "sk-1"})
+    assert provider_configured({"AGENTIK_PROVIDER_IN_SERVER": "1"})  # the server took the key
+    assert provider_configured({"AGENTIK_TRANSPORT": "server"})
+    assert not provider_configured({})
+    assert not provider_configured({"LLM_API_KEY": "  ", "LLM_MODEL": "m"})
+    assert not provider_configured({"AGENTIK_PROVIDER_IN_SERVER": "1", "AGENTIK_TRANSPORT": "kernel"})

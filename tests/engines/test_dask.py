@@ -162,11 +162,12 @@ def test_small_frame_exact_on_a_distributed_client(client: Any) -> None:
 
 
 def test_distributed_futures_are_cancelled(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTIK_DESCRIBE_BUDGET_S", "3")
+    """5 s, not 3: under a busy machine the in-process scheduler needs more than 1.35 s for one partition."""
+    monkeypatch.setenv("AGENTIK_DESCRIBE_BUDGET_S", "5")
     _calls.clear()
     text, seconds, _ = timed_describe(tools_for(slow=slow_frame()), "slow")
-    assert seconds < 3 + SLACK_S, text
-    assert "1 of 60 partitions" in text and "did not fit the 3 s budget" in text
+    assert seconds < 5 + SLACK_S, text
+    assert "1 of 60 partitions" in text and "did not fit the 5 s budget" in text
     time.sleep(1.0)
     produced = len(_calls)
     time.sleep(1.0)

@@ -38,6 +38,7 @@ import nbformat  # noqa: E402
 import pytest
 
 from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
+from agentik_jupyter.testing.processes import stop  # noqa: E402
 from tests.browser.test_browser import (  # noqa: F401  (skips this module, as that one, without chromium)
     CELL_AGENT,
     CELL_PANEL,
@@ -53,7 +54,7 @@ from tests.browser.test_browser import (  # noqa: F401  (skips this module, as t
 )
 from tests.jupyter_servers import RunningServer, free_port, isolated_env  # noqa: E402
 
-pytestmark = [pytest.mark.install, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.install, pytest.mark.timeout(1800), pytest.mark.xdist_group("alone")]
 
 REPO = Path(__file__).resolve().parents[2]
 EXT = "share/jupyter/labextensions/agentik-jupyter"
@@ -231,12 +232,7 @@ def installed_jupyter(
         wait_until(up, 90, "the installed JupyterLab with the agentik server extension")
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc, 10)
 
 
 @pytest.fixture(scope="module")

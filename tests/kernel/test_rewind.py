@@ -108,7 +108,7 @@ def test_an_over_budget_change_is_named_on_the_card_and_the_rewind_says_so(tmp_p
                 for m in kernel.iopub
                 if m["msg_type"] == "comm_open" and "Rewind can" in str(m["content"]["data"].get("state", {}))
             ]
-            assert cards and "changes `big` (4.0 MB) in place" in cards[-1]
+            assert cards and "changes `big` (4.0 MB) in place, over the rewind budget" in cards[-1]
             assert kernel.value("big[0]") == 0.0  # named before Run: nothing ran yet
             kernel.click(approve)
             s = "__import__('agentik_jupyter').current_session()"
@@ -117,7 +117,7 @@ def test_an_over_budget_change_is_named_on_the_card_and_the_rewind_says_so(tmp_p
             assert kernel.value("small") == [1, 2, 3] and kernel.value("big[0]") == 1.0
         finally:
             kernel.close()
-    assert "could not restore: changes `big` (4.0 MB) in place" in done
+    assert "could not restore: changes `big` (4.0 MB) in place, over the rewind budget" in done
 
 
 def test_the_panel_rewind_button_previews_asks_and_rewinds(tmp_path: Path) -> None:
@@ -221,10 +221,21 @@ def test_rewind_asks_the_page_to_revert_the_agents_cell_edit_and_remove_its_inse
             assert insert["data"]["action"] == "insert_cell"
             reply(kernel, insert, phase="result", status="ok", cell_id="c-new")
             finish(kernel, llm, 4)
-            preview = kernel.text("%agent rewind --preview")
-            assert "cells to revert: c-load" in preview and "inserted cells to remove: c-new" in preview
+            asking = kernel.submit("%agent rewind --preview")
+            read = next_request(kernel, 3)  # the preview names the cells where the page has them now
+            assert read["data"]["action"] == "read"
+            page = [
+                {**LIVE_CELLS[0], "source": "price = 3"},
+                {"id": "c-new", "cell_type": "code", "source": insert["data"]["source"], "outputs": []},
+                LIVE_CELLS[1],
+            ]
+            reply(kernel, read, phase="result", status="ok", path="a.ipynb", cells=page)
+            preview = kernel.collect(asking).text
+            assert "cells to revert: cell 1 'price = 3'" in preview, preview
+            assert "inserted cells to remove: cell 2 'print(price)'" in preview, preview
+            assert "c-load" not in preview and "c-new" not in preview
             pending = kernel.submit("%agent rewind")
-            revert = next_request(kernel, 3)
+            revert = next_request(kernel, 4)
             assert revert["data"]["action"] == "revert_cells"
             assert revert["data"]["changes"] == [  # newest first, each with what the agent left in the cell
                 {"kind": "insert", "cell_id": "c-new", "source": insert["data"]["source"]},
@@ -233,11 +244,11 @@ def test_rewind_asks_the_page_to_revert_the_agents_cell_edit_and_remove_its_inse
             results = [{"cell_id": "c-new", "outcome": "removed"}, {"cell_id": "c-load", "outcome": "changed"}]
             reply(kernel, revert, phase="result", status="ok", results=results)
             # the user changed c-load since: the revert is proposed on it as a diff, not done silently
-            read = next_request(kernel, 4)
+            read = next_request(kernel, 5)
             assert read["data"]["action"] == "read"
             mine = [{**LIVE_CELLS[0], "source": "price = 4  # mine"}, LIVE_CELLS[1]]
             reply(kernel, read, phase="result", status="ok", path="a.ipynb", cells=mine)
-            ask = next_request(kernel, 5)
+            ask = next_request(kernel, 6)
             assert ask["data"]["action"] == "edit_cell" and ask["data"]["cell_id"] == "c-load"
             assert ask["data"]["expected_source"] == "price = 4  # mine"
             assert ask["data"]["new_source"] == LIVE_CELLS[0]["source"]  # the cell before the turn
@@ -246,8 +257,9 @@ def test_rewind_asks_the_page_to_revert_the_agents_cell_edit_and_remove_its_inse
             done = kernel.collect(pending).text
         finally:
             kernel.close()
-    assert "inserted cells removed: c-new" in done and "cells reverted: none" in done
-    assert "cells left as they are: cell c-load (you kept your changes)" in done
+    # (done at once, without a preview: each cell named by its first line)
+    assert "inserted cells removed: cell 'print(price)'" in done and "cells reverted: none" in done, done
+    assert "cells left as they are: cell 'price = 3' (you kept your changes)" in done
 
 
 def test_rewind_asks_the_page_to_restore_the_cell_the_agent_deleted(tmp_path: Path) -> None:
@@ -268,10 +280,14 @@ def test_rewind_asks_the_page_to_restore_the_cell_the_agent_deleted(tmp_path: Pa
             reply(kernel, delete, phase="shown")
             reply(kernel, delete, phase="result", status="accepted")
             finish(kernel, llm, 3)
-            preview = kernel.text("%agent rewind --preview")
-            assert "deleted cells to restore: c-note (their source, not their outputs)" in preview
+            asking = kernel.submit("%agent rewind --preview")
+            read = next_request(kernel, 2)
+            reply(kernel, read, phase="result", status="ok", path="a.ipynb", cells=LIVE_CELLS[:1])
+            preview = kernel.collect(asking).text
+            # (a deleted cell is not in the notebook: its first line names it)
+            assert "deleted cells to restore: cell '# Notes' (their source, not their outputs)" in preview
             pending = kernel.submit("%agent rewind")
-            revert = next_request(kernel, 2)
+            revert = next_request(kernel, 3)
             assert revert["data"]["action"] == "revert_cells"
             assert revert["data"]["changes"] == [  # its source and type, and the cell that was above it
                 {"kind": "delete", "cell_id": "c-note", "old": "# Notes", "cell_type": "markdown", "after": "c-load"}
@@ -280,4 +296,4 @@ def test_rewind_asks_the_page_to_restore_the_cell_the_agent_deleted(tmp_path: Pa
             done = kernel.collect(pending).text
         finally:
             kernel.close()
-    assert "deleted cells restored: c-note (without their outputs)" in done
+    assert "deleted cells restored: cell '# Notes' (without their outputs)" in done

@@ -141,6 +141,19 @@ def test_the_sidebar_resumes_over_the_control_comm(shipped: tuple[RawKernel, str
     assert not marker.exists()
 
 
+def test_the_control_comm_says_whether_a_panels_widget_still_lives(
+    shipped: tuple[RawKernel, str, dict[str, str], Path],
+) -> None:
+    """The saved place of a chat panel asks before it draws the session instead of the widget."""
+    k, *_ = shipped
+    k.text(LOAD)
+    model_id = k.value("__import__('ipywidgets').VBox().model_id")
+    assert ask(k, {"action": "panel_live", "model_id": model_id}) == {"ok": True, "live": True}
+    assert ask(k, {"action": "panel_live", "model_id": uuid.uuid4().hex}) == {"ok": True, "live": False}
+    refused = ask(k, {"action": "panel_live", "model_id": "x'); import os"})
+    assert refused is not None and refused["ok"] is False, refused
+
+
 def test_a_deleted_session_is_replaced_by_a_new_one_on_the_next_turn(tmp_path: Path) -> None:
     db_path = tmp_path / "nb.agentik.db"
     with FakeLLMServer() as server:

@@ -1,7 +1,8 @@
 """The Rewind on each turn, in a real kernel, driven through the widgets as a page drives them: each
 `%%agent` cell's turn ends with its own Rewind; pressed, it shows that turn's preview and asks, and
 "Rewind now" takes back that turn and the ones after it. A turn whose checkpoint was released, or
-that was rewound, says so instead of offering the button. The fake LLM server over real HTTP.
+that was rewound, says so instead of offering the button (for good: as plain HTML in the cell, its
+button closed). The fake LLM server over real HTTP.
 """
 
 from __future__ import annotations
@@ -35,8 +36,21 @@ def run_code_turn(llm: FakeLLMServer, code: str) -> None:
     llm.push(Reply.tool_calls([{"name": "run_code", "args": {"code": code}}]), Reply.text("Done."))
 
 
+def displayed(kernel: RawKernel, text: str) -> bool:
+    """Some display (or its update) shows HTML containing `text`, without a widget."""
+    return any(
+        m["msg_type"] in ("display_data", "update_display_data")
+        and text in str(m["content"]["data"].get("text/html", ""))
+        for m in kernel.iopub
+    )
+
+
 def shows(kernel: RawKernel, text: str, what: str) -> None:
-    wait_for(lambda: kernel.drain(0.05) or html_updates(kernel, text), 15, what)
+    wait_for(lambda: kernel.drain(0.05) or html_updates(kernel, text) or displayed(kernel, text), 15, what)
+
+
+def closed(kernel: RawKernel, comm_id: str) -> bool:
+    return any(m["msg_type"] == "comm_close" and m["content"]["comm_id"] == comm_id for m in kernel.iopub)
 
 
 @pytest.mark.parametrize("wait", [True, False], ids=["wait", "background"])
@@ -67,6 +81,7 @@ def test_each_cell_turn_has_its_own_rewind(tmp_path: Path, wait: bool) -> None:
             )
 
             first, second, third = buttons(kernel, "Rewind")
+            assert closed(kernel, first)  # nothing to press there any more
             subshell = create_subshell(kernel)
             send_on_subshell(kernel, subshell, second, CLICK)
             shows(kernel, "Rewind would take back turns 2, 3 (back to before turn 2).", "turn 2's preview")

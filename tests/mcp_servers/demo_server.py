@@ -2,7 +2,8 @@
 
 Usage: `python demo_server.py` (stdio) or `python demo_server.py http PORT`
 (streamable HTTP on 127.0.0.1). Its tools cover the cases the adapter must
-handle: a plain result, a tool error, a crash, a hang, an image, and the env.
+handle: a plain result (from a tool that declares it only reads), a tool error, a crash, a hang,
+an image, and the env.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import ToolAnnotations
 
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -24,7 +26,7 @@ PNG_1X1 = base64.b64decode(
 server = MCPServer("demo")
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b

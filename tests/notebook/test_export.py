@@ -19,6 +19,12 @@ Q_COMPUTE = "Compute the answer and keep it in a variable."
 Q_BROKEN = "Now try something that fails."
 
 
+def run_without_the_agent(nb: nbformat.NotebookNode, folder: Path) -> None:
+    """Run an exported notebook top to bottom in a fresh kernel with no agent settings, as a reader would."""
+    client = NotebookClient(nb, timeout=60, kernel_name=KERNEL, resources={"metadata": {"path": str(folder)}})
+    client.execute(env=kernel_env(), cwd=str(folder))
+
+
 def test_export_writes_the_successful_runs_in_order_and_the_export_runs(tmp_path: Path) -> None:
     notebook = tmp_path / "analysis.ipynb"
     notebook.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
@@ -54,8 +60,7 @@ def test_export_writes_the_successful_runs_in_order_and_the_export_runs(tmp_path
     assert [s for t, s in kinds if t == "code"] == ["answer = 21 * 2", "print(f'answer is {answer}')"]
     assert Q_BROKEN not in json.dumps(kinds) and "1 / 0" not in json.dumps(kinds)
 
-    client = NotebookClient(nb, timeout=60, kernel_name=KERNEL, resources={"metadata": {"path": str(tmp_path)}})
-    client.execute(env=kernel_env(), cwd=str(tmp_path))
+    run_without_the_agent(nb, tmp_path)
     assert "answer is 42" in output_text(nb.cells[-1].outputs)
 
 
@@ -124,6 +129,61 @@ def test_export_keeps_accepted_edits_and_inserted_cells_in_order_and_leaves_reje
         "# print('TOTAL', price * rate)",
     ]
     assert "total = 0" not in json.dumps(nb)  # the rejected edit
-    client = NotebookClient(nb, timeout=60, kernel_name=KERNEL, resources={"metadata": {"path": str(tmp_path)}})
-    client.execute(env=kernel_env(), cwd=str(tmp_path))
+    run_without_the_agent(nb, tmp_path)
     assert output_text(nb.cells[-1].outputs) == ""  # the proposal does not run in the export
+
+
+def test_export_leaves_out_rewound_turns_and_says_how_many(tmp_path: Path) -> None:
+    notebook = tmp_path / "undone.ipynb"
+    with FakeLLMServer() as llm:
+        llm.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "sales = list(range(10))"}}]),
+            Reply.text("Made sales."),
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "sales = sales[:3]"}}]),
+            Reply.text("Kept the first three."),
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "total = sum(sales)"}}]),
+            Reply.text("Summed them."),
+        )
+        env = kernel_env(llm, JPY_SESSION_NAME=str(notebook), AGENTIK_APPROVE="auto")
+        kernel = NotebookKernel(env, tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.run("%%agent --wait\nMake sales.")
+            kernel.run("%%agent --wait\nKeep only the first three sales.")
+            assert "Rewound turn 2" in kernel.text("%agent rewind 2")
+            kernel.run("%%agent --wait\nSum the sales.")
+            said = kernel.text("%agent export")
+        finally:
+            kernel.close()
+    assert "exported 2 code cell(s)" in said and "left out 1 rewound turn(s)" in said, said
+    nb = nbformat.read(tmp_path / "undone.agentik-export.ipynb", as_version=4)
+    sources = [c.source for c in nb.cells]
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == ["sales = list(range(10))", "total = sum(sales)"]
+    assert "sales[:3]" not in json.dumps(sources) and "Keep only the first three" not in json.dumps(sources)
+    assert "Left out: 1 rewound turn(s)" in nb.cells[0].source
+
+
+def test_an_exported_fix_turn_is_headed_by_its_one_line_question(tmp_path: Path) -> None:
+    notebook = tmp_path / "fixed.ipynb"
+    with FakeLLMServer() as llm:
+        llm.push(
+            Reply.tool_calls([{"name": "run_code", "args": {"code": "rate = 2"}}]),
+            Reply.text("Defined rate."),
+        )
+        env = kernel_env(llm, JPY_SESSION_NAME=str(notebook), AGENTIK_APPROVE="auto", AGENTIK_WAIT="1")
+        kernel = NotebookKernel(env, tmp_path)
+        try:
+            kernel.run("%load_ext agentik_jupyter")
+            kernel.client.allow_errors = True  # the failing cell is the point of this test
+            kernel.run("total = 3 * rate", allow_error=True)
+            kernel.run("%agent fix")
+            said = kernel.text("%agent export")
+        finally:
+            kernel.close()
+    assert "exported 1 code cell(s)" in said, said
+    nb = nbformat.read(tmp_path / "fixed.agentik-export.ipynb", as_version=4)
+    heading = nb.cells[1]
+    assert heading.cell_type == "markdown"
+    assert heading.source == "> Fix the failed cell [2]: NameError: name 'rate' is not defined", heading.source
+    assert "Attached by" not in json.dumps([c.source for c in nb.cells])
+    assert nb.cells[2].source == "rate = 2"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from agentik_jupyter.notebook.requests import FALLBACK_S, REPLY_TARGET, REQUEST_TARGET
+from tests.kernel.test_session_control import ask
 from tests.kernel_support import RawKernel, kernel_env
 
 pytestmark = pytest.mark.timeout(120)
@@ -138,3 +139,35 @@ def test_a_request_naming_no_page_goes_to_one_page_a_focused_one_first(kernel: R
     assert text.startswith("Inserted a new code cell"), text
     kernel.drain(0.5)
     assert len(requests(kernel)) == 2  # nobody else was asked to insert it
+
+
+ASK_WITH_NO_PAGE = """
+import asyncio
+from agentik_jupyter.notebook.requests import frontend
+
+frontend._missing_until = 0.0
+
+async def probe():
+    try:
+        await frontend.ask("read_notebook")
+    except Exception as exc:
+        return type(exc).__name__
+
+task = asyncio.get_running_loop().create_task(probe())
+"""
+
+
+def test_a_page_that_opens_the_notebook_again_is_asked_at_once(kernel: RawKernel) -> None:
+    """No page answered (every tab closed): the kernel remembers it and, for a minute, gives the
+    turn the fallback at once. A page that opens the notebook again speaks on the control comm
+    (the renderers' and the reattach plugin's requests): that ends the memory, so the next edit
+    goes to the page as a diff, not into the tool card."""
+    assert kernel.execute("%load_ext agentik_jupyter").ok
+    assert kernel.execute(ASK_WITH_NO_PAGE).ok
+    deadline = time.monotonic() + 30
+    while not kernel.value("task.done()") and time.monotonic() < deadline:
+        kernel.drain(0.2)
+    assert kernel.value("task.result()") == "NoFrontend"
+    assert kernel.value("frontend.known_missing") is True
+    assert ask(kernel, {"action": "live_cells"}) is not None  # what a page asks on connecting
+    assert kernel.value("frontend.known_missing") is False

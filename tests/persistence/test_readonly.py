@@ -15,6 +15,7 @@ from agentik_jupyter.persistence import (
     SessionDB,
     SessionReader,
 )
+from agentik_jupyter.persistence.schema import migrate
 from agentik_jupyter.types import AssistantMessage, UserMessage
 
 
@@ -151,3 +152,32 @@ def test_change_log_numbers_created_renamed_message_deleted(tmp_path: Path) -> N
     ] == "Sales"
     assert reader.changes_after(positions[-1]) == []
     assert reader.changes_after(positions[2])[0]["position"] == positions[3]  # resume from any position
+
+
+def test_a_mode_change_is_an_event_and_older_files_keep_their_positions(tmp_path: Path) -> None:
+    path = tmp_path / "v6.agentik.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, path, target=6)  # as the release before the mode event left it
+    conn.execute("INSERT INTO conversation (id, title, is_temporal, created_at, updated_at) VALUES ('a', 't', 0, 1, 1)")
+    conn.execute("INSERT INTO conversation (id, title, is_temporal, created_at, updated_at) VALUES ('b', 'u', 0, 1, 1)")
+    conn.execute("DELETE FROM conversation WHERE id = 'b'")
+    conn.execute("DELETE FROM change_log WHERE position = 3")  # the newest event gone: 3 is still never reused
+    conn.close()
+    reader = SessionReader(path)
+    before = reader.changes_after(0)
+    with SessionDB(path) as db:  # migrated
+        db.set_mode("a", "auto")
+        db.set_mode("a", "auto")  # no change, no event
+        db.set_mode("a", "plan")
+    events = reader.changes_after(0)
+
+    def kept(found: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(e["type"], e["position"], e["session_id"], e.get("title")) for e in found]
+
+    assert kept(events[: len(before)]) == kept(before)  # the log as it was, position for position
+    modes = events[len(before) :]
+    assert [(e["type"], e["session_id"], e["session"]["mode"]) for e in modes] == [
+        ("mode", "a", "plan"),  # each carries the session as it is now
+        ("mode", "a", "plan"),
+    ]
+    assert [e["position"] for e in before] == [1, 2] and [e["position"] for e in modes] == [4, 5]

@@ -16,6 +16,7 @@ from agentik_jupyter.persistence import (
     SessionDB,
     SessionDBError,
 )
+from agentik_jupyter.persistence.reader import SessionReader
 from agentik_jupyter.persistence.schema import MIGRATIONS, migrate, read_version
 from agentik_jupyter.types import ChatMessage, Usage, UserMessage
 
@@ -34,7 +35,10 @@ def build_at(path: Path, version: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     assert migrate(conn, path, target=version) == version
     if version >= 1:
-        conn.execute("INSERT INTO conversation VALUES ('conv_old', 'old', 0, 1.0, 2.0)")
+        conn.execute(
+            "INSERT INTO conversation (id, title, is_temporal, created_at, updated_at)"
+            " VALUES ('conv_old', 'old', 0, 1.0, 2.0)"
+        )
         payload = UserMessage(id="msg_u", content="from the past", timestamp=1.0).model_dump_json()
         conn.execute("INSERT INTO message VALUES ('msg_u', 'conv_old', 'turn_old', 1, 'user', ?, 1.0)", (payload,))
         chat = ChatMessage(id="msg_u", role="user", content="from the past", timestamp=1.0).model_dump_json()
@@ -100,7 +104,7 @@ def test_migrates_from_every_earlier_version(tmp_path: Path, version: int) -> No
         assert db.schema_version == CURRENT_VERSION
         if version >= 1:
             old = db.get_conversation("conv_old")
-            assert (old.title, old.message_count) == ("old", 1)
+            assert (old.title, old.message_count, old.mode) == ("old", 1, None)  # an older session: the default
             assert db.audit_log("conv_old").entries[0].record.content == "from the past"
             assert db.working_memory("conv_old")[0].content == "from the past"
             turn = db.begin_turn("conv_old", UserMessage(content="and now"))
@@ -118,6 +122,26 @@ def test_migrates_from_every_earlier_version(tmp_path: Path, version: int) -> No
             )
     assert read_version(path) == CURRENT_VERSION
     assert schema_of(path) == schema_of(fresh(tmp_path))
+
+
+def test_a_sessions_mode_is_saved_and_an_unknown_one_refused(tmp_path: Path) -> None:
+    with SessionDB(tmp_path / "m.agentik.db") as db:
+        conv = db.create_conversation(mode="plan")
+        assert db.get_conversation(conv.id).mode == "plan"
+        before = db.get_conversation(conv.id).updated_at
+        assert db.set_mode(conv.id, "auto").mode == "auto"
+        assert db.get_conversation(conv.id).updated_at == before  # its place in the list stays
+        with pytest.raises(sqlite3.IntegrityError):
+            db.set_mode(conv.id, "yolo")
+        assert db.set_mode(conv.id, None).mode is None
+
+
+def test_the_servers_reader_reads_an_older_file_without_a_mode(tmp_path: Path) -> None:
+    path = tmp_path / "v4.agentik.db"
+    build_at(path, 4)
+    (listed,), _ = SessionReader(path).list_conversations()
+    assert (listed.id, listed.mode) == ("conv_old", None)
+    assert read_version(path) == 4  # read, never migrated
 
 
 def test_migration_is_all_or_nothing(tmp_path: Path) -> None:

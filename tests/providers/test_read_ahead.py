@@ -9,8 +9,10 @@ before it; Stop (cancelling the consumer) hangs up on the provider and leaves no
 from __future__ import annotations
 
 import asyncio
+import gzip
 import time
 
+import httpx2
 import pytest
 
 from agentik_jupyter.errors import StreamError
@@ -23,6 +25,7 @@ from agentik_jupyter.providers.base import (
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
+    collect,
 )
 from agentik_jupyter.providers.config import load_config, make_adapter
 from agentik_jupyter.testing import FakeLLMServer, Reply
@@ -176,3 +179,18 @@ async def test_a_stream_that_says_it_is_over_ends_the_answer_though_the_body_goe
 
 async def _collect(adapter: ProviderAdapter) -> list[object]:
     return [d async for d in adapter.stream(PARAMS)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_gzip_encoded_stream_is_read_decoded(fake_llm: FakeLLMServer, provider: str) -> None:
+    """A server that compresses its event stream (the client offers gzip) is read through the
+    decoder; only a body that comes as it is is read from its raw chunks."""
+    body = one_write(provider, Reply.text(ANSWER, chunks=50)).raw_body or b""
+    handler = lambda request: httpx2.Response(  # noqa: E731
+        200, headers={"content-type": "text/event-stream", "content-encoding": "gzip"}, content=gzip.compress(body)
+    )
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    adapter = make_adapter(load_config(fake_llm.env(provider)), client=client)
+    response = await collect(adapter.stream(PARAMS))
+    assert response.content == ANSWER
+    await client.aclose()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import httpx2
 import pytest
 
+from agentik_jupyter.providers._http import json_request
 from agentik_jupyter.providers.base import ChatParams, collect
 from agentik_jupyter.providers.config import load_config, make_adapter
+from agentik_jupyter.providers.openai_compatible import OpenAICompatibleAdapter
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.types import ChatMessage, ToolCall, ToolParameter, ToolResult, ToolSchema
+from agentik_jupyter.types import ChatMessage, ImagePart, ToolCall, ToolParameter, ToolResult, ToolSchema
 
 SECRET = "sk-live-SECRET-77aa-request-test"
 
@@ -286,3 +289,26 @@ async def test_anthropic_base_url_with_v1_suffix(fake_llm: FakeLLMServer) -> Non
     await adapter.chat(params())
     await adapter.aclose()
     assert fake_llm.requests[-1].path == "/v1/messages"
+
+
+def test_a_body_with_its_history_serialised_once_is_what_httpx2_sends_for_the_same_json() -> None:
+    """The bytes and headers of each request of a session equal httpx2's `json=` encoding of
+    the same body, while the history's messages are taken from the request before."""
+    adapter = OpenAICompatibleAdapter(api_key=SECRET, base_url="http://127.0.0.1:9/v1")
+    client = httpx2.AsyncClient()
+    image = ImagePart(mime="image/png", data="iVBORw0KGgo=")
+    history = [
+        *HISTORY,
+        ChatMessage(role="user", content='Plot "ünïcode" — \u2028 \\ \x00 done', images=[image]),
+        ChatMessage(role="assistant", content="", tool_calls=[ToolCall(id="c3", name="plot", args={"x": [1.5, None]})]),
+        ChatMessage(role="tool", tool_result=ToolResult(tool_call_id="c3", name="plot", result="ok", images=[image])),
+        ChatMessage(role="assistant", content="Here it is 🎉"),
+    ]
+    requests = [history[:6], history[:8], history, [*history, ChatMessage(role="user", content="Thanks")]]
+    changed = [m.model_copy(update={"content": m.content + "!"}) if m.role == "assistant" else m for m in history]
+    for messages in [*requests, changed, history]:
+        body = adapter.build_body(params(messages, [TOOL], system="You are in a notebook."), stream=True)
+        sent = json_request(client, adapter.url, adapter.headers(stream=True), adapter._wire.body(body))
+        expected = client.build_request("POST", adapter.url, headers=adapter.headers(stream=True), json=body)
+        assert sent.content == expected.content
+        assert sent.headers.raw == expected.headers.raw

@@ -1,9 +1,11 @@
-"""The key stays in the Jupyter server: a kernel the server starts has none, and its turns go
-through the server's chat route; a key set in the kernel keeps the turn in the kernel; a kernel
-no server started (nbclient) works in-kernel as before."""
+"""The key stays in the Jupyter server: a kernel the server starts has none, not even in what /proc
+shows of the server and its ancestors, and its turns go through the server's chat route; a key set
+in the kernel keeps the turn in the kernel; a kernel no server started (nbclient) works in-kernel as
+before."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,10 +25,19 @@ from tests.jupyter_servers import (
     stop_notebook_session,
 )
 from tests.kernel_support import NotebookKernel, kernel_env
+from tests.proc_support import no_proc_file_holds, proc_files_holding
 
 pytestmark = pytest.mark.timeout(240)
 
 KERNEL_KEY = "sk-set-in-the-kernel-5d1e9a7c"
+SAY_ERROR = "try:\n    {}\nexcept Exception as error:\n    print(type(error).__name__, error)"
+QUICKSTART = Path(__file__).parents[2] / "notebooks" / "quickstart.ipynb"
+
+
+def quickstart_first_cell() -> str:
+    """The quickstart's first code cell, as saved: it decides whether the demo model starts."""
+    cells = json.loads(QUICKSTART.read_text())["cells"]
+    return "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +70,7 @@ def test_secret_names_are_the_key_and_credentials_in_the_base_url() -> None:
         "LLM_MODEL": "m",
         "LLM_BASE_URL": "http://localhost:11434/v1",
         "LLM_EXTRA_TOKEN": "t" * 20,
+        "LLM_API_KEY_FILE": "/run/secrets/llm_api_key",
         "HOME": "/root",
     }
     assert sorted(secret_names(env)) == ["LLM_API_KEY", "LLM_EXTRA_TOKEN"]
@@ -84,6 +96,9 @@ def test_a_server_kernel_has_no_key_and_its_turn_streams_through_the_server(
     status = kernel.text("%agent status")
     assert f"key:      {KEY_IN_SERVER}" in status
     assert "in the Jupyter server; this kernel has none" in status
+    origin = " ".join(status.split("key from: ", 1)[1].split())  # (wrapped to the cell's width)
+    assert origin.startswith("LLM_API_KEY in the server's environment. Processes of the same user could read it there")
+    assert "LLM_API_KEY_FILE" in origin and "c.AgentikJupyter.api_key in the server's config" in origin
 
     llm.push(Reply.text("The answer came through the server."))
     before = len(llm.requests)
@@ -96,6 +111,19 @@ def test_a_server_kernel_has_no_key_and_its_turn_streams_through_the_server(
     assert FAKE_API_KEY not in out
     assert kernel.value("type(" + _transport() + ").__name__") == "KeyAwareTransport"
     assert kernel.value(_transport() + ".current().__class__.__name__") == "ServerTransport"
+
+
+def test_no_process_the_server_controls_shows_the_key_in_proc(
+    server: RunningServer, llm: FakeLLMServer, kernel: Any
+) -> None:
+    """From the kernel: the server (JPY_PARENT_PID) and each ancestor up to the process this test
+    started show the key neither in /proc/<pid>/environ nor in /proc/<pid>/cmdline."""
+    found = proc_files_holding(kernel, server.proc.pid, FAKE_API_KEY)
+    assert no_proc_file_holds(found), found
+    kernel.text("%load_ext agentik_jupyter")
+    llm.push(Reply.text("Still answered."))
+    assert "Still answered." in kernel.text("%%agent --wait\nStill there?", timeout=60)
+    assert llm.requests[-1].headers["authorization"] == f"Bearer {FAKE_API_KEY}"
 
 
 def test_a_key_set_in_the_kernel_keeps_the_turn_in_the_kernel(
@@ -111,6 +139,30 @@ def test_a_key_set_in_the_kernel_keeps_the_turn_in_the_kernel(
     assert kernel.value(_transport() + ".current().__class__.__name__") == "InProcessTransport"
 
 
+def test_the_quickstart_uses_the_key_the_server_holds_not_the_demo(
+    server: RunningServer, llm: FakeLLMServer, kernel: Any
+) -> None:
+    shown = kernel.text(quickstart_first_cell())
+    assert "Traceback" not in shown, shown
+    status = kernel.text("%agent status")
+    assert f"model:    {llm.env()['LLM_MODEL']}" in status, status
+    assert "agentik-demo" not in status and f"key:      {KEY_IN_SERVER}" in status, status
+    assert kernel.value("__import__('os').environ.get('LLM_API_KEY')") is None
+    llm.push(Reply.text("Your own model answers."))
+    before = len(llm.requests)
+    out = kernel.text("%%agent --wait\nWhich model is this?", timeout=60)
+    assert "Your own model answers." in out and len(llm.requests) == before + 1
+    assert llm.requests[-1].headers["authorization"] == f"Bearer {FAKE_API_KEY}"
+
+
+def test_the_demo_refuses_to_replace_the_provider_the_server_holds(server: RunningServer, kernel: Any) -> None:
+    out = kernel.execute("from agentik_jupyter.testing import demo\ndemo.start()").text
+    assert "ConfigurationError" in out and "the demo model was not started" in out, out
+    assert "in the Jupyter server" in out
+    assert kernel.value("__import__('os').environ.get('LLM_MODEL')") != "agentik-demo"
+    assert kernel.value("__import__('os').environ.get('LLM_API_KEY')") is None
+
+
 def test_the_chat_route_and_the_server_log_mask_the_held_key(server: RunningServer) -> None:
     assert FAKE_API_KEY not in server.log()
     assert "the server holds LLM_API_KEY" in server.log()
@@ -120,11 +172,19 @@ def test_without_a_server_the_kernel_keeps_its_key(llm: FakeLLMServer, tmp_path:
     kernel = NotebookKernel(kernel_env(llm, api_key=FAKE_API_KEY), tmp_path)
     try:
         kernel.run("%load_ext agentik_jupyter")
-        assert f"key:      {KEY_IN_KERNEL}" in kernel.text("%agent status")
+        status = kernel.text("%agent status")
+        assert f"key:      {KEY_IN_KERNEL}" in status
+        said = " ".join(status.split())
+        assert "key from: LLM_API_KEY in this kernel's environment: code in this kernel" in said
         llm.push(Reply.text("In the kernel, as before."))
         assert "In the kernel, as before." in kernel.text("%%agent --wait\nhello")
         assert llm.requests[-1].headers["authorization"] == f"Bearer {FAKE_API_KEY}"
         assert os.environ.get("AGENTIK_PROVIDER_IN_SERVER") is None
+        refused = kernel.text(SAY_ERROR.format("from agentik_jupyter.testing import demo; demo.start()"))
+        assert "ConfigurationError" in refused and "the demo model was not started" in refused, refused
+        assert "its key in this kernel" in refused
+        llm.push(Reply.text("Still your model."))
+        assert "Still your model." in kernel.text("%%agent --wait\nand now?")
     finally:
         kernel.close()
 

@@ -65,6 +65,16 @@ def test_list_pages_with_offset_and_limit(server: RunningServer) -> None:
     assert api(server, "GET", "sessions", params={"path": "paged.ipynb", "limit": "x"}).status_code == 400
 
 
+def test_the_sessions_api_says_each_sessions_mode(server: RunningServer) -> None:
+    planned, plain = notebook_with_sessions(server.root, "modes", 2)
+    with SessionDB(server.root / "modes.agentik.db") as db:
+        db.set_mode(planned, "plan")
+    listed = api(server, "GET", "sessions", params={"path": "modes.ipynb"}).json()["sessions"]
+    assert {s["id"]: s["mode"] for s in listed} == {planned: "plan", plain: None}  # None: the default
+    one = api(server, "GET", f"sessions/{planned}", params={"path": "modes.ipynb"}).json()
+    assert one["session"]["mode"] == "plan"
+
+
 def test_one_session_messages_page_back_and_forward(server: RunningServer) -> None:
     (conv,) = notebook_with_sessions(server.root, "long", 1)
     with SessionDB(server.root / "long.agentik.db") as db:

@@ -110,3 +110,16 @@ def test_events_of_hostile_ids_are_not_streamed(server: RunningServer) -> None:
                 break
     assert [e["type"] for e in seen] == ["created", "message", "message", "renamed"]
     assert {e["session_id"] for e in seen} == {good}, [e["session_id"] for e in seen]
+
+
+REFERENCE = Path(__file__).parents[2] / "docs" / "reference.md"
+
+
+def test_a_well_formed_unknown_id_is_a_404_as_the_reference_says(server: RunningServer) -> None:
+    shipped_file(server.root, "known")
+    for params in ({"path": "known.ipynb"}, {"path": "no-sessions-file.ipynb"}):
+        got = api(server, "GET", "sessions/nope", params=params)
+        assert got.status_code == 404, (params, got.status_code, got.text[:200])
+    assert api(server, "GET", "sessions/no.pe", params={"path": "known.ipynb"}).status_code == 400
+    route = REFERENCE.read_text().split("- `GET /agentik/api/sessions/<id>", 1)[1].split("\n- ", 1)[0]
+    assert "404 for a well-formed id" in route and "400 for an id that is not a session id" in route, route

@@ -8,18 +8,24 @@ the transcripts, the approval card, the status footer, the fix proposal.
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import json
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from PIL import Image
 
+from agentik_jupyter.notebook.cells import PROPOSAL_LINE
 from agentik_jupyter.testing.demo import MENU, demo_responder
 from agentik_jupyter.testing.demo_code import valid
 from agentik_jupyter.testing.replies import RecordedRequest, Reply
+from tests.image_support import png_base64
 from tests.kernel_support import Execution, RawKernel, kernel_env, transcript
 
 SYSTEM = "You help in a notebook.\nVariables:\n- sales: pandas.DataFrame (100, 3)\n- rng: numpy.Generator\n"
@@ -96,6 +102,36 @@ def test_a_plot_answer_comes_from_the_users_question_not_the_image_follow_up() -
     assert not reply.calls
     assert "You asked" not in reply.content and "image(s)" not in reply.content
     assert "figure" in reply.content.lower()
+
+
+def jpeg_base64(width: int, height: int) -> str:
+    picture = Image.new("RGB", (width, height), "blue")
+    out = io.BytesIO()
+    picture.save(out, format="JPEG")
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_the_demo_says_it_received_the_questions_images_and_their_sizes(api: str) -> None:
+    """The demo sees no picture, but says how many arrived and what it can tell (kind, pixels, bytes),
+    alone or before what it answers to the question's words."""
+    pictures = [("image/png", png_base64(300, 200)), ("image/jpeg", jpeg_base64(64, 48))]
+    for question, expect in (("What is this?", "Which variables do I have?"), ("Describe sales.", "describe")):
+        if api == "openai":
+            parts = [{"type": "image_url", "image_url": {"url": f"data:{m};base64,{d}"}} for m, d in pictures]
+            request = openai_request(question)
+            request.body["messages"][-1]["content"] = [{"type": "text", "text": question}, *parts]
+        else:
+            blocks = [{"type": "image", "source": {"type": "base64", "media_type": m, "data": d}} for m, d in pictures]
+            request = anthropic_request(question)
+            request.body["messages"][-1]["content"] += blocks
+        reply = demo_responder(request)
+        assert reply.content.startswith("I received 2 image(s) with your question: a 300×200 PNG of "), reply.content
+        assert "a 64×48 JPEG of " in reply.content and expect in reply.content + str(reply.calls), reply
+    if api == "openai":  # an image sent without a word is a question too
+        alone = openai_request("")
+        alone.body["messages"][-1]["content"] = [parts[0]]
+        assert demo_responder(alone).content.startswith("I received 1 image(s)")
 
 
 def test_a_failed_tool_is_called_a_failure_and_a_denied_one_a_choice() -> None:
@@ -297,6 +333,57 @@ def test_walk_edit_a_cell_reads_first_and_proposes_a_diff(walk: RawKernel) -> No
     assert valid(new) and new.endswith(NOTEBOOK_CELLS[0][1]) and new.startswith("# Defines sales")
     assert "+# Defines sales" in tools[2]["result"], "the diff is in the card"
     assert "diff" in _answer(ex)
+
+
+def test_walk_delete_reads_first_and_names_one_cell_or_none(walk: RawKernel) -> None:
+    """The demo deletes the cell the question names (the last one it inserted, or the one cell
+    holding a quoted text), never a guess; without the extension the deletion waits in the card."""
+    path = Path(walk.value("__import__('os').environ['JPY_SESSION_NAME']"))
+    saved = path.read_text(encoding="utf-8")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells += [
+        nbformat.v4.new_code_cell(f"{PROPOSAL_LINE}\nold_total = 1", id="c-inserted"),
+        nbformat.v4.new_code_cell("kept = 2  # soakmine7", id="c-mine"),
+    ]
+    nbformat.write(nb, path)
+    try:
+        ex = walk.execute("%%agent --wait\nRemove the cell you inserted.")
+        tools = _tools(ex)
+        assert [t["name"] for t in tools] == ["read_notebook", "delete_cell"], tools
+        assert tools[1]["args"] == {"cell_id": "c-inserted"}
+        assert tools[1]["result"].startswith("Not applied") and "-old_total = 1" in tools[1]["result"]
+        assert "delete the cell by hand" in _answer(ex)
+        mine = _tools(walk.execute("%%agent --wait\nDelete the cell that holds soakmine7."))
+        assert mine[-1]["name"] == "delete_cell" and mine[-1]["args"] == {"cell_id": "c-mine"}, mine
+        ex = walk.execute("%%agent --wait\nDelete the cell that holds `units`.")
+        assert [t["name"] for t in _tools(ex)] == ["read_notebook"], "two cells hold it: no deletion"
+        assert "I deleted nothing: 2 cells hold `units`" in _answer(ex)
+        assert nbformat.read(path, as_version=4).cells[-1].id == "c-mine"  # the file is untouched
+    finally:
+        path.write_text(saved, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        ("The user accepted: cell c-1 was deleted.", "the cell is deleted"),
+        ("The user rejected the edit: cell c-1 is unchanged. Ask what they want instead.", "the cell stays"),
+    ],
+)
+def test_the_demo_says_what_became_of_its_deletion(result: str, said: str) -> None:
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "d1", "type": "function", "function": {"name": "delete_cell", "arguments": '{"cell_id": "c-1"}'}}
+        ],
+    }
+    reply = demo_responder(
+        openai_request(
+            "Delete the cell that holds x_1.", call, {"role": "tool", "tool_call_id": "d1", "content": result}
+        )
+    )
+    assert not reply.calls and said in reply.content, reply
 
 
 def test_walk_fix_proposes_the_corrected_cell_and_the_bubble_is_one_line(walk: RawKernel) -> None:

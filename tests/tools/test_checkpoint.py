@@ -65,11 +65,11 @@ def test_over_the_budget_an_in_place_change_is_named_and_not_restored(monkeypatc
     cp = Checkpoints(ns)
     cp.begin_turn("t", None, 0)
     warned = cp.cannot_undo("big[0] = 1\nbig.tofile('big.bin')")
-    assert warned == ["writes to big.bin", "changes `big` (4.0 MB) in place"]
-    assert cp.before_run("big[0] = 1") == ["changes `big` (4.0 MB) in place"]
+    assert warned == ["writes to big.bin", "changes `big` (4.0 MB) in place, over the rewind budget"]
+    assert cp.before_run("big[0] = 1") == ["changes `big` (4.0 MB) in place, over the rewind budget"]
     ns["big"][0] = 1
     done = cp.restore(["t"])
-    assert done.not_restored == ["changes `big` (4.0 MB) in place"] and ns["big"][0] == 1
+    assert done.not_restored == ["changes `big` (4.0 MB) in place, over the rewind budget"] and ns["big"][0] == 1
 
 
 def test_old_turns_are_released_and_say_so() -> None:
@@ -119,3 +119,12 @@ def test_a_cell_added_with_set_next_input_and_a_new_working_directory_are_named(
     effects = analyze("get_ipython().set_next_input('x = 1')\nos.chdir('/tmp')")
     assert "adds a cell to the notebook (set_next_input), which rewind does not remove" in effects.outside
     assert "changes the working directory (os.chdir(…))" in effects.outside
+
+
+def test_code_built_at_run_time_is_named_as_what_rewind_cannot_undo() -> None:
+    cp = Checkpoints({})
+    assert cp.cannot_undo("exec('x = 1')") == [
+        "runs code built at run time (exec(…)), which can't be read before it runs"
+    ]
+    assert cp.cannot_undo("y = eval('1 + 1')")[0].startswith("runs code built at run time (eval(…))")
+    assert cp.cannot_undo("obj.eval('a + b')") == []  # a method (pandas' DataFrame.eval), not the builtin

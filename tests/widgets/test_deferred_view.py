@@ -13,15 +13,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from agentik_jupyter.core.session import Session
 from agentik_jupyter.errors import AuthenticationError
 from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.registry import ToolRegistry, definition_from_function, holds_loop
 from agentik_jupyter.types import End
-from agentik_jupyter.widgets import TurnView, shared
+from agentik_jupyter.widgets import TurnView, shared, turn_view
 from agentik_jupyter.widgets.shared import placeholder
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, holds_answer
-from agentik_jupyter.widgets.turn_view import FIRST_WORDS_MAX_CHARS, FIRST_WORDS_S, LIVE_AFTER_S
+from agentik_jupyter.widgets.turn_view import FIRST_WORDS_MAX_CHARS, LIVE_AFTER_S
 from tests.widgets_support import CommLog, comm_log  # noqa: F401
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -94,21 +96,29 @@ async def test_the_place_is_shown_at_once_and_the_view_takes_it_if_the_model_sti
     assert len(shown) == 2 and view.widget.comm is None  # closed at the end
 
 
-async def test_an_answer_that_streams_at_once_is_shown_when_its_first_words_come(comm_log: CommLog) -> None:
+async def test_an_answer_that_streams_at_once_is_shown_when_its_first_words_come(
+    comm_log: CommLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A model that starts answering at once, at its own pace (a token every 10 ms): the view is
-    built FIRST_WORDS_S after the first words if the turn still runs, not LIVE_AFTER_S after the
-    request (that waited ~0.1 s with the first words in hand)."""
-    s = session([Step.say("word " * 40, chunk_size=5, delay=0.01)])  # ~0.4 s of streaming
+    built FIRST_WORDS_S after the first words while the turn still runs, not LIVE_AFTER_S after the
+    request (that waited ~0.1 s with the first words in hand). LIVE_AFTER_S is set far out of reach,
+    so only the first words can build the view, however slowly a loaded machine runs the loop."""
+    monkeypatch.setattr(turn_view, "LIVE_AFTER_S", 600.0)
+    assert 5 < FIRST_WORDS_MAX_CHARS < 900
+    answer = "word " * 200  # ~2 s of streaming
+    s = session([Step.say(answer, chunk_size=5, delay=0.01)])
     shown = Shown()
     view = TurnView(s, "q", wait=True, show=shown)
     task = s.start_turn("q")
     view.track(task)
-    await asyncio.sleep(0.01 + FIRST_WORDS_S + 0.03)  # the first words, then a moment: well before LIVE_AFTER_S
-    assert FIRST_WORDS_S + 0.04 < LIVE_AFTER_S and 5 < FIRST_WORDS_MAX_CHARS < 900
-    assert view._built and len(shown) == 2 and model_of(shown[1]) == view.widget.model_id
-    assert any("word" in str(data) for kind, _, _, data in comm_log.messages if kind in ("comm_open", "comm_msg"))
+    while not view._built and not task.done():
+        await asyncio.sleep(0.005)
+    assert view._built, "the answer ended with no view built"
+    assert len(shown) == 2 and model_of(shown[1]) == view.widget.model_id
+    assert not task.done()  # built while the answer streams, not at its end
     await task
-    assert view.finish()[TRANSCRIPT_MIME]["entries"][-1]["content"] == "word " * 40
+    assert any("word" in str(data) for kind, _, _, data in comm_log.messages if kind in ("comm_open", "comm_msg"))
+    assert holds_answer(view.finish(), answer)
 
 
 async def test_an_answer_that_comes_in_bursts_and_ends_soon_opens_no_widget(comm_log: CommLog) -> None:
@@ -190,9 +200,14 @@ def tool_session(steps: list[Step], **options: bool) -> Session:
     return Session(ScriptedTransport(steps), registry, temporary=True)
 
 
-async def test_a_tool_that_cannot_hold_the_loop_leaves_the_view_deferred(comm_log: CommLog) -> None:
+async def test_a_tool_that_cannot_hold_the_loop_leaves_the_view_deferred(
+    comm_log: CommLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A `thread=True` tool runs in a worker thread: the loop (and the deferred build) stay free.
-    A turn that calls it and ends at once leaves only its transcript, with the tool call in it."""
+    A turn that calls it and ends at once leaves only its transcript, with the tool call in it.
+    (LIVE_AFTER_S out of reach: a loaded machine must not build the view by the clock; a tool
+    that held the loop would build it before running whatever the clock says.)"""
+    monkeypatch.setattr(turn_view, "LIVE_AFTER_S", 600.0)
     view, shown, bundle = await finished(tool_session([Step.call("peek"), Step.say("three rows")], thread=True))
     assert_placeholder_only(view, shown, comm_log)
     roles = [e["role"] for e in bundle[TRANSCRIPT_MIME]["entries"]]

@@ -41,7 +41,9 @@ async def test_picked_images_go_with_the_next_question_only() -> None:
     )
     assert panel.attach.busy and "Reading the image" in panel.attach.shown.value
     await panel.attach.reading
-    assert len(panel.attach.images) == 1 and panel.attach.upload.value == ()  # the same file can be picked again
+    # the button counts what goes with the question ("Image (1)" beside "1 image(s)"), holding no bytes
+    (counted,) = panel.attach.upload.value
+    assert len(panel.attach.images) == 1 and bytes(counted["content"]) == b""
     shown = panel.attach.shown.value
     assert "1 image(s) go with the next question" in shown and '<img src="data:image/png;base64,' in shown
     assert "notes.txt: not an image this panel sends (text/plain)" in shown
@@ -52,6 +54,7 @@ async def test_picked_images_go_with_the_next_question_only() -> None:
     first = transport.requests[0].messages[-1]
     assert first.images == [image]
     assert panel.attach.images == [] and panel.attach.widget.layout.display == "none"
+    assert panel.attach.upload.value == ()  # "Image (0)" once they went
     assert image.data in html_of(panel.history)  # the question's thumbnail
 
     await panel.send("And this?")
@@ -60,11 +63,14 @@ async def test_picked_images_go_with_the_next_question_only() -> None:
 
 async def test_clear_drops_the_picked_images() -> None:
     panel = ChatPanel(Session(ScriptedTransport([]), ToolRegistry(), temporary=True))
-    panel.attach.upload.value = (picked("a.png", png_bytes(), "image/png"),)
-    await panel.attach.reading
-    assert panel.attach.images and panel.attach.clear_button.layout.display == ""
+    for _ in range(2):  # the same file picked twice: two images, and the button says so
+        panel.attach.upload.value = (picked("a.png", png_bytes(), "image/png"),)
+        await panel.attach.reading
+    assert len(panel.attach.images) == len(panel.attach.upload.value) == 2
+    assert "2 image(s) go with the next question" in panel.attach.shown.value
+    assert panel.attach.clear_button.layout.display == ""
     panel.attach.clear_button.click()
-    assert panel.attach.images == [] and panel.attach.shown.value == ""
+    assert panel.attach.images == [] and panel.attach.shown.value == "" and panel.attach.upload.value == ()
 
 
 async def test_without_vision_the_panel_says_the_image_was_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:

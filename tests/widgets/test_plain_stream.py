@@ -15,15 +15,20 @@ def _stream(clock: FakeClock, *, after: bool = False) -> tuple[PlainStream, list
     return PlainStream(written.append, clock=clock, after=after), written
 
 
-def test_the_first_words_go_at_once_then_at_most_rate_hz_writes_a_second() -> None:
+def test_the_first_words_go_as_they_come_then_rate_hz_writes_a_second() -> None:
     clock = FakeClock()
     stream, written = _stream(clock)
+    at: list[float] = []
+    stream._write = lambda text: (written.append(text), at.append(clock.now))  # type: ignore[method-assign]
     stream.append("The")
     assert written == ["The"]  # (no wait for the first words)
     for _ in range(1000):  # 4 characters every 4 ms: 1,000 characters a second for 4 s
         clock.advance(0.004)
         stream.append("abcd")
-    assert len(written) <= 4 * RATE_HZ + 2
+    assert len("".join(written[:2])) >= 24 and at[1] <= 0.024  # the first 24 as soon as they came (at 24 ms)
+    gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
+    assert max(gaps) <= 1 / RATE_HZ + 0.004 and RATE_HZ >= 10  # at least ten writes a second while it streams
+    assert len(written) <= 4 * RATE_HZ + 8
     stream.finish()
     assert "".join(written) == "The" + "abcd" * 1000  # every piece once, in order
 
@@ -31,35 +36,37 @@ def test_the_first_words_go_at_once_then_at_most_rate_hz_writes_a_second() -> No
 def test_text_that_waits_goes_out_at_the_next_write_or_the_end() -> None:
     clock = FakeClock()
     stream, written = _stream(clock)
-    stream.append("one ")
-    stream.append("two ")  # (too soon: kept; no loop here to time it)
-    assert written == ["one "]
+    first = "The first words, as they come. "
+    stream.append(first)
+    stream.append("two ")  # (too soon after the first words: kept; no loop here to time it)
+    assert written == [first]
     clock.advance(1 / RATE_HZ)
     stream.append("three")
-    assert written == ["one ", "two three"]
+    assert written == [first, "two three"]
 
 
 def test_a_view_the_transcript_replaces_does_not_write_its_rest() -> None:
     clock = FakeClock()
     stream, written = _stream(clock)
-    stream.append("shown ")
+    shown = "Shown: the first words of it. "
+    stream.append(shown)
     stream.append("not needed")
-    assert stream.finish(exact=False) == "shown not needed"
-    assert written == ["shown "]
+    assert stream.finish(exact=False) == shown + "not needed"
+    assert written == [shown]
     stream.append("late")
-    assert written == ["shown "]
+    assert written == [shown]
 
 
 def test_a_timer_writes_what_waits_while_the_model_pauses() -> None:
     async def main() -> list[str]:
         written: list[str] = []
         stream = PlainStream(written.append)  # (the real clock, and the loop's timer)
-        stream.append("first ")
+        stream.append("The first words, as they come. ")
         stream.append("second")
         await asyncio.sleep(1.5 / RATE_HZ)
         return written
 
-    assert asyncio.run(main()) == ["first ", "second"]
+    assert asyncio.run(main()) == ["The first words, as they come. ", "second"]
 
 
 def test_hidden_characters_and_escape_sequences_show_as_badges() -> None:

@@ -8,6 +8,7 @@ stops (a model that pauses, a tool that runs), and every change of what the agen
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -29,17 +30,27 @@ def test_the_line_is_not_re_sent_every_tick_while_the_answer_streams(monkeypatch
     monkeypatch.setattr(status_module, "TICK_S", TICK)
     monkeypatch.setattr(status_module, "MIN_RENDER_INTERVAL_S", 0.0)
 
+    # While the answer streams the line's clock moves with the chunks (10 ms each), not with the
+    # loop: a loop slowed by load stretches the test's sleeps between chunks, never the answer.
+    streamed = [0.0]
+    paused_at: list[float] = []
+
+    def clock() -> float:
+        return streamed[0] + (time.monotonic() - paused_at[0] if paused_at else 0.0)
+
     async def turn() -> tuple[list[str], list[str]]:
         agent = AgentStore()
-        line = StatusLine(agent)
+        line = StatusLine(agent, clock=clock)
         values = shown(line)
         line.begin()
         agent.set(status="responding")
         streaming_from = len(values)
         for _ in range(40):  # 0.4 s of answer text at a model's pace: 8 ticks
+            streamed[0] += 0.01
             line.moved()
             await asyncio.sleep(0.01)
         while_streaming = values[streaming_from:]
+        paused_at.append(time.monotonic())
         paused_from = len(values)
         await asyncio.sleep(6 * TICK)  # the text stops: the elapsed time moves again
         after = values[paused_from:]

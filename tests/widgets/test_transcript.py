@@ -16,7 +16,8 @@ import pytest
 
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.testing import FakeLLMServer, Reply
-from agentik_jupyter.types import ChatMessage
+from agentik_jupyter.tools.plan import PLAN_MIME
+from agentik_jupyter.types import ChatMessage, ToolCall, ToolResult
 from agentik_jupyter.widgets.markdown import render_markdown
 from agentik_jupyter.widgets.status import STOPPED, ending_text
 from agentik_jupyter.widgets.transcript import (
@@ -121,3 +122,43 @@ def test_a_stopped_turn_in_a_resumed_session_is_worded_as_the_cell_and_panel_wor
         "message": INTERRUPTED_MESSAGE,
         "code": "interrupted",
     }
+
+
+def _call(call_id: str, name: str, **args: object) -> ChatMessage:
+    return ChatMessage(role="assistant", content="", tool_calls=[ToolCall(id=call_id, name=name, args=args)])
+
+
+def _result(call_id: str, name: str, error: str | None = None, **display: object) -> ChatMessage:
+    result = ToolResult(tool_call_id=call_id, name=name, result=None if error else "ok", error=error, display=display)
+    return ChatMessage(role="tool", content=error or "ok", tool_result=result)
+
+
+def test_a_plan_is_shown_as_it_ended_and_ticked_only_by_steps_that_succeeded() -> None:
+    ran = {PLAN_MIME: {"steps": ["Load", "Plot"], "decision": "approved", "mode": "agent", "edited": False}}
+    messages = [
+        _call("p1", "propose_plan", steps=["Load", "Plot"]),
+        _result("p1", "propose_plan", **ran),
+        _call("s1", "plan_step", step=1, status="done", note="loaded"),
+        _result("s1", "plan_step"),
+        _call("s2", "plan_step", step=2, status="done"),
+        _result("s2", "plan_step", error="RuntimeError: no plan is running in this turn"),  # not a tick
+        _call("p2", "propose_plan", steps=["Drop it all"]),
+        _result("p2", "propose_plan", error="Interrupted by the user."),  # Stop while the card waited
+        _call("p3", "propose_plan", steps=["  Never   answered "]),  # (no result: still waiting)
+    ]
+    bundle = transcript_bundle(messages, question="Plot it.", status="interrupted")
+    plans = [e for e in bundle[TRANSCRIPT_MIME]["entries"] if e["role"] == "plan"]
+    assert [(p["id"], p["status"], p["decision"]) for p in plans] == [
+        ("p1", ["done", None], "approved"),
+        ("p2", [None], "cancelled"),
+        ("p3", [None], None),
+    ]
+    assert plans[0]["notes"] == ["loaded", ""] and plans[2]["steps"] == ["Never answered"]
+    lines = [line for line in bundle["text/plain"].splitlines() if line.startswith("[plan]")]
+    assert lines == [
+        "[plan] ▶ Running the plan in Agent: ✓ Load · ☐ Plot",
+        "[plan] ■ Withdrawn: the turn was stopped: ☐ Drop it all",
+        "[plan] Waiting for the user: ☐ Never answered",
+    ]
+    entries = bundle[TRANSCRIPT_MIME]["entries"]
+    assert [e["role"] for e in entries[1:3]] == ["tool", "plan"]  # the call's card, then its plan's

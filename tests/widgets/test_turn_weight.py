@@ -30,7 +30,7 @@ from agentik_jupyter.widgets.transcript import (
     transcript_bundle,
 )
 from agentik_jupyter.widgets.turn_view import LIVE_AFTER_S
-from tests.kernel_support import NotebookKernel, RawKernel, kernel_env, transcript
+from tests.kernel_support import NotebookKernel, RawKernel, kernel_env, transcript, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -106,8 +106,13 @@ def test_a_turn_opens_few_widgets_updates_rarely_and_sends_linear_bytes(
     assert len(updates) <= 60  # 1,000 tokens of 4 characters
     assert sum(size(m) for m in sent) <= 5 * len(ANSWER.encode())
     assert holds(ex, ANSWER)
-    # a finished turn's live widgets are closed: the kernel holds only its Rewind button
-    assert int(k.text(WIDGETS_ALIVE).split()[0]) == int(alive.split()[0]) + 1
+    # a finished turn's live widgets are closed: the kernel holds only its Rewind button (closed on
+    # the kernel's loop after the cell's reply, which a busy worker beside this one can delay)
+    wait_for(
+        lambda: int(k.text(WIDGETS_ALIVE).split()[0]) == int(alive.split()[0]) + 1,
+        10,
+        "the finished turn's live widgets to be closed",
+    )
     assert len(opens) >= 4  # the live view was there: the question, the answer, the status line, Stop
     # the cell's outputs are those of a turn over at once (below): the view's place, the transcript
     assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]
@@ -138,7 +143,10 @@ def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
     k, llm = kernel
     assert k.execute(EVENT_TIMES).ok
     cells = []
-    for _ in range(2):  # (the first in a kernel opens the shared box, once)
+    took: list[float] = []
+    # The first turn in a kernel opens the shared box, once; then turns run until one is over in a
+    # moment (a worker beside this one can slow a turn past LIVE_AFTER_S, which rightly builds the view).
+    while len(cells) < 2 or (took[-1] >= LIVE_AFTER_S and len(cells) < 6):
         llm.push(
             *([Reply.tool_calls([{"name": "list_variables", "args": {}}])] if tool else []),
             Reply.text(ANSWER, chunks=1),
@@ -146,15 +154,15 @@ def test_a_turn_over_in_a_moment_sends_its_transcript_and_no_live_widget(
         ex = k.execute("%%agent --wait\nSummarise the sales data.")
         assert ex.ok, ex.text
         cells.append(ex)
-    took = answered_in(k)
-    assert took < LIVE_AFTER_S, f"the turn took {took:.3f} s: not over in a moment (the machine is too slow?)"
+        took.append(answered_in(k))
+    assert took[-1] < LIVE_AFTER_S, f"no turn of {len(cells)} was over in a moment: {took} (the machine is too slow?)"
     ex = cells[-1]
     sent = frontend(ex)
     kinds = [m["msg_type"] for m in sent if m["msg_type"] != "execute_reply"]
     # the view's place, the transcript, then the turn's Rewind button in the place
     assert kinds == ["display_data", "display_data", "comm_open", "update_display_data"], kinds
     places = [c.outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for c in cells]
-    assert places[0] == places[1]  # one shared box
+    assert places[0] == places[-1]  # one shared box
     assert [o["output_type"] for o in ex.outputs] == ["display_data", "display_data"]  # as when the view shows
     assert "text/plain" not in ex.outputs[0]["data"]  # (no stray line above the transcript)
     assert holds(ex, ANSWER)

@@ -365,3 +365,65 @@ async def test_panel_shows_the_sessions_running_total() -> None:
         await panel.totals_task
     assert panel.totals.value == "Session: 2,200 tokens in (45% from cache), 11 out"
     panel.close()
+
+
+async def test_a_panel_opened_after_a_stop_marks_the_stopped_turn() -> None:
+    """A turn stopped before the panel was shown (a cell's, or a panel closed since) is marked in the
+    panel's transcript as it is live and after a resume: "■ Stopped" under the cut-off answer."""
+    s = session([Step.say("word " * 400, chunk_size=5, delay=0.01), Step.say("after")])
+    view = TurnView(s, "long")
+    task = s.start_turn("long")
+    view.track(task)
+    while "word" not in view.body.text:
+        await asyncio.sleep(0.01)
+    view.stop_button.click()
+    assert (await asyncio.wait_for(task, 1.0)).reason == "interrupted"
+    assert view.bundle is not None and view.bundle["text/plain"].count("■ Stopped") == 1  # (its cell says it once)
+    await s.start_turn("next")
+    history = html_of(ChatPanel(s).history)
+    mark = '<div class="agentik-stopped">■ Stopped</div>'
+    assert history.count(mark) == 1, history
+    assert history.index("word") < history.index(mark) < history.index("after")
+
+
+async def test_with_prices_known_the_panels_session_line_says_what_it_cost(monkeypatch: Any) -> None:
+    """As `%agent usage` does: each turn priced by its model; an unpriced model leaves tokens only."""
+    monkeypatch.setenv("LLM_MODEL", "my-model")
+    monkeypatch.setenv("AGENTIK_PRICES", '{"my-model": {"input": 1.0, "output": 4.0, "cached_input": 0.1}}')
+    s = session([Step.say("one", usage=Usage(input_tokens=1_000_000, output_tokens=250_000, cached_tokens=500_000))])
+    panel = ChatPanel(s)
+    task = panel.send("first")
+    assert task is not None
+    await task
+    assert panel.totals_task is not None
+    await panel.totals_task
+    # 0.5 M fresh at $1 + 0.5 M cached at $0.1 + 0.25 M out at $4 = $1.55
+    assert panel.totals.value == "Session: 1,000,000 tokens in (50% from cache), 250,000 out · $1.5500 at list prices"
+    monkeypatch.setenv("AGENTIK_PRICES", "{}")
+    panel.refresh_totals()
+    assert panel.totals_task is not None
+    await panel.totals_task
+    assert panel.totals.value == "Session: 1,000,000 tokens in (50% from cache), 250,000 out"
+    panel.close()
+
+
+async def test_tool_cards_before_the_answer_are_shown_in_the_questions_widget(comm_log: CommLog) -> None:
+    """A view without our extension shows the question, then the turn's first cards, in one widget
+    (no widget opened per card); a card after answer text gets its own, below that text."""
+    s = session(
+        [Step.call("frame", {}), Step.call("plot", {}), Step.call("big", {}, text="Between."), Step.say("End.")]
+    )
+    view = TurnView(s, "look", wait=True, display=lambda b: None)
+    comm_log.reset()
+    seen: list[str] = []
+    s.on_event(lambda e: seen.append(view.header.value) if view.body.cards else None)
+    await s.start_turn("look")
+    cards = view.body.cards
+    frame, plot, big = (next(c for c in cards.values() if c.call.name == n) for n in ("frame", "plot", "big"))
+    header = view.header.value
+    assert header.index("look") < header.index(frame.widget.value) < header.index(plot.widget.value)
+    assert frame.title.startswith("✓ frame()") and f"<summary>{frame.title}</summary>" in header
+    assert any("frame()" in v and "✓ frame()" not in v for v in seen)  # shown while it ran, then its result
+    assert big.own and big.widget.value not in header  # after the answer's text: a widget of its own
+    opened = [p["state"].get("value", "") for kind, _, _, p in comm_log.messages if kind == "comm_open"]
+    assert not any("agentik-tool" in str(v) and "frame()" in str(v) for v in opened)

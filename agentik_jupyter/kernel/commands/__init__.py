@@ -10,6 +10,7 @@ from agentik_jupyter.kernel.agent import KernelAgent, get_agent
 from agentik_jupyter.kernel.commands.compact import compact_command
 from agentik_jupyter.kernel.commands.fix import fix_command
 from agentik_jupyter.kernel.commands.mcp import mcp_command
+from agentik_jupyter.kernel.commands.mode import mode_command
 from agentik_jupyter.kernel.commands.panel import panel_command
 from agentik_jupyter.kernel.commands.rewind import rewind_command
 from agentik_jupyter.kernel.commands.sessions import (
@@ -38,6 +39,9 @@ Usage: %agent <command>
   new               start a new session
   rename TITLE      rename the current session
   delete ID         delete a session and its messages (an unambiguous id prefix will do)
+  mode [ask|agent|auto|plan]
+                    the session's mode (saved with it): Ask reads only, Agent asks on cards,
+                    Auto runs what Rewind can undo, Plan proposes steps to run
   tools             the tools the model can call, with their approval policy
   policy            the tools allowed "always" in this session
   policy TOOL auto|ask|deny
@@ -81,6 +85,7 @@ _COMMANDS: dict[str, Callable[[KernelAgent, list[str]], Awaitable[str | None]]] 
     "new": new_command,
     "rename": rename_command,
     "delete": delete_command,
+    "mode": mode_command,
     "tools": tools_command,
     "policy": policy_command,
     "config": config_command,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentik_jupyter.kernel.live_cells import follow_cell
+from agentik_jupyter.notebook.cells import asking_cell_id
+
 if TYPE_CHECKING:
     from agentik_jupyter.kernel.agent import KernelAgent
 
@@ -18,4 +21,5 @@ async def panel_command(agent: KernelAgent, args: list[str]) -> None:
     await agent.prepare(session)
     panel = ChatPanel(session)
     session.approval_presenter = panel.present_approval
+    follow_cell(agent.shell, asking_cell_id(agent.shell))  # a page opened later shows the panel here too
     display(panel)

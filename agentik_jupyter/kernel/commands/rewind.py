@@ -22,7 +22,7 @@ async def rewind_command(agent: Any, args: list[str]) -> None:
     session = agent.session_for()
     await agent.prepare(session)
     try:
-        found = await plan(session, number)
+        found = await plan(session, number, shown=preview)
         if not preview:
             found = await rewind(session, found)
     except RewindError as exc:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import textwrap
 from typing import TYPE_CHECKING, Any
 
-from agentik_jupyter.core.transport import KEY_IN_SERVER, key_location
+from agentik_jupyter.core.transport import KEY_IN_SERVER, key_location, key_origin
 from agentik_jupyter.errors import ConfigurationError
 from agentik_jupyter.ids import InvalidSessionIdError, is_session_id
 from agentik_jupyter.kernel.turns import show_transcript_again
 from agentik_jupyter.providers.config import load_config
 from agentik_jupyter.security.scrub import scrub
+from agentik_jupyter.tools.modes import label
 
 if TYPE_CHECKING:
     from agentik_jupyter.kernel.agent import KernelAgent
@@ -35,6 +37,9 @@ async def status_command(agent: KernelAgent, args: list[str]) -> None:
         except ConfigurationError as exc:
             print(f"provider: not configured ({exc.message})")
     print(f"key:      {where}")
+    origin = key_origin()
+    if origin:
+        print(textwrap.fill(origin, width=100, initial_indent="key from: ", subsequent_indent=" " * 10))
     session = agent.session
     if session is not None and session.conversation_id:
         print(f"session:  {session.conversation_id} {session.title or ''}".rstrip())
@@ -42,7 +47,11 @@ async def status_command(agent: KernelAgent, args: list[str]) -> None:
         print("session:  temporary (not saved)")
     else:
         print("session:  none yet (the next %%agent cell starts one)")
+    if session is not None:
+        print(f"mode:     {label(session.effective_mode)}")
     print(agent.location.describe())
+    if agent.binding_note:
+        print(f"note:     {agent.binding_note}")
     found = agent.instructions.current()
     if found is not None:
         print(found.describe())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from agentik_jupyter.kernel.tools_table import show_tools
+from agentik_jupyter.tools.modes import label
 from agentik_jupyter.types import ApprovalPolicy
 
 if TYPE_CHECKING:
@@ -13,7 +14,11 @@ if TYPE_CHECKING:
 
 async def tools_command(agent: KernelAgent, args: list[str]) -> None:
     await agent.ensure_mcp()
-    show_tools(agent.registry, agent.gate)  # a table that wraps between words, with the aligned text beside it
+    mode = (agent.session or agent.session_for()).effective_mode  # (no session file opened for a listing)
+    if mode != "agent":
+        print(f"In {label(mode)} mode the model is offered these tools (%agent mode agent offers every one):")
+    # a table that wraps between words, with the aligned text beside it
+    show_tools(agent.registry, agent.gate, mode)
     if agent.mcp is not None:
         for status in agent.mcp.statuses():
             print(f"MCP {status.describe()}")
