@@ -237,6 +237,7 @@ class SessionControls:
         self.controls: weakref.WeakSet[TurnRewind] = weakref.WeakSet()
         self.watched: dict[str, Callable[[], None]] = {}  # by the turn's question's message id
         self._due: asyncio.Task[Any] | None = None
+        self._again = False  # a change came while the due refresh was on its way: read once more
         self._seen = self._tip(session.chat_store.messages)
         session.chat_store.subscribe(self._on_chat)
         session.on_event(self._on_event)
@@ -269,8 +270,12 @@ class SessionControls:
             del self.watched[next(iter(self.watched))]
 
     def soon(self) -> None:
-        """Refresh once the current work on the loop is done (many changes, one read)."""
-        if not (self.controls or self.watched) or (self._due is not None and not self._due.done()):
+        """Refresh once the current work on the loop is done (many changes, one read; a change
+        while that read is on its way gets a read of its own after it)."""
+        if not (self.controls or self.watched):
+            return
+        if self._due is not None and not self._due.done():
+            self._again = True
             return
         try:
             self._due = asyncio.get_running_loop().create_task(self._refresh_soon())
@@ -279,7 +284,10 @@ class SessionControls:
 
     async def _refresh_soon(self) -> None:
         await asyncio.sleep(0)
-        await self.refresh()
+        self._again = True
+        while self._again:
+            self._again = False
+            await self.refresh()
 
     async def refresh(self) -> None:
         session = self._session()

@@ -5,6 +5,7 @@ transcript says its turn was rewound."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.widgets import ChatPanel, TurnView
 from agentik_jupyter.widgets.transcript import REWOUND_MARK, TRANSCRIPT_MIME
-from agentik_jupyter.widgets.turn_rewind import REWOUND_NOTE
+from agentik_jupyter.widgets.turn_rewind import ELSEWHERE_NOTE, REWOUND_NOTE, controls_of, rewind_control, turn_rows
 from tests.widgets.test_views import html_of
 
 
@@ -77,3 +78,31 @@ async def test_a_rewound_turns_transcript_is_shown_again_saying_so(tmp_path: Pat
     assert marked[TRANSCRIPT_MIME]["rewound"] is True and "rewound" not in shown[0][TRANSCRIPT_MIME]
     await db.aclose()
 
+
+async def test_a_new_conversation_while_the_controls_read_still_reaches_them(tmp_path: Path) -> None:
+    """The controls read the session's turns in the file's worker thread; a change that comes while
+    a read is on its way (`%agent new` right after a turn ends, the end's read still behind a slow
+    write) is read again once that read is done: the old turn's control says it is in another
+    session, not what the earlier read found."""
+    db = await AsyncSessionDB.open(tmp_path / "late.agentik.db")
+    session = Session(ScriptedTransport([Step.say("An answer.")]), ToolRegistry(), db=db)
+    await session.start_turn("A question")
+    (message_id,) = await turn_rows(session)
+    control = rewind_control(session, message_id, lambda old, new: None)
+    assert control is not None
+    await controls_of(session).refresh()
+    assert control.note is None  # its turn can be rewound
+    gate = threading.Event()
+    slow = db.submit(gate.wait)  # a slow write ahead of the controls' read, in the file's one lane
+    controls_of(session).soon()
+    for _ in range(5):  # the refresh runs up to its read, which waits behind the slow write
+        await asyncio.sleep(0)
+    session.new_conversation()
+    gate.set()
+    await slow
+    for _ in range(200):
+        if control.note == ELSEWHERE_NOTE:
+            break
+        await asyncio.sleep(0.01)
+    assert control.note == ELSEWHERE_NOTE
+    await db.aclose()
