@@ -286,7 +286,12 @@ def _type_in_page(soak: Soak, page: Page, typed: str) -> None:
     """The user types at the end of their cell in `page` and saves; the file holds it all."""
     page.type_into_users_cell(typed)
     expected = soak.ledger.typed + typed
-    page.save(lambda: user_source(soak.world.file()) == expected)
+    try:
+        page.save(lambda: user_source(soak.world.file()) == expected)
+    except SoakError as exc:  # say what the file holds instead: a slow save and lost typing differ there
+        held = user_source(soak.world.file())
+        shown = "no user cell" if held is None else f"the user's cell ends {held[-80:]!r} ({len(held)} chars)"
+        raise SoakError(f"{exc}: {shown}; the page typed up to {expected[-80:]!r} ({len(expected)} chars)") from exc
     soak.ledger.typed += typed
 
 
