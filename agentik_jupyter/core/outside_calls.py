@@ -9,7 +9,9 @@ takes back what the client's run_code changed.
 The call itself runs through an Orchestrator of its own (`run_call`: the registry's checks, the
 tool's policy, then the notebook session's orchestrator's approver, asked at call time: the
 kernel's approval gate our agent's calls pass), queued in the notebook session's turn queue (one at
-a time per kernel, behind a running turn; Stop ends it).
+a time per kernel, behind a running turn; Stop ends it). It keeps what it does in the session's
+AgentStore, with the client's name as its `caller`: the panel's status line and cards read that store,
+and the queue runs one turn or call at a time, so they never share it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from agentik_jupyter.core.orchestrator import STOPPED_CALL, Approver, Orchestrator, TurnOutcome
 from agentik_jupyter.core.rewind import RewindPlan
 from agentik_jupyter.core.session import Session
-from agentik_jupyter.core.store import AgentStore, ChatStore
+from agentik_jupyter.core.store import ChatStore
 from agentik_jupyter.core.write_through import WriteThrough
 from agentik_jupyter.persistence import AsyncSessionDB, ConversationNotFoundError
 from agentik_jupyter.tools.approval import CALLER
@@ -55,7 +57,7 @@ class OutsideCalls:
             session.orchestrator.transport,  # never asked: an outside call has no model of ours
             session.orchestrator.registry,
             ChatStore(),
-            AgentStore(),
+            session.agent_store,  # what the panel shows of the running turn (see above)
             approver=self._approve,
         )
         self._writing: tuple[AsyncSessionDB | None, str | None, str | None] = (None, None, None)
@@ -85,6 +87,8 @@ class OutsideCalls:
             assistant = ChatMessage(role="assistant", content="", tool_calls=[call])
             self._audit.message(assistant)
             await self._audit.drain()  # the call is in the audit log before it runs (a kernel may die under it)
+            # who runs what, before the panel's line opens on it (run_call's end clears it)
+            self.orchestrator.agent_store.set(caller=client, status="processing", active_tool=call.name)
             self.orchestrator.emit(StartResponse(iteration=0))  # a turn's body opens in the panel
             self.orchestrator.mode = self.session.effective_mode  # the session's mode holds for the client
             try:

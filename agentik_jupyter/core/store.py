@@ -110,6 +110,8 @@ class AgentState(BaseModel):
 
     status: ExecutionState = "idle"
     active_tool: str | None = None
+    caller: str | None = None
+    """The outside agent (an MCP client's name) whose call runs; None: our own agent's turn."""
     context: AgentContext = Field(default_factory=AgentContext)
 
 
@@ -139,4 +141,4 @@ class AgentStore(Store[AgentState]):
         self.set(context=context)
 
     def reset(self) -> None:
-        self.set(status="idle", active_tool=None)
+        self.set(status="idle", active_tool=None, caller=None)

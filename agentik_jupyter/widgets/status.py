@@ -107,6 +107,17 @@ def running_tool(state: AgentState) -> ToolWait | None:
     return ToolWait(name, where=where)
 
 
+def tool_text(wait: ToolWait | None, caller: str | None = None) -> str:
+    """What the line says while a tool runs or waits for the user; `caller`: the outside agent (an MCP
+    client) whose call it is, named so the user knows the call is not our agent's."""
+    if wait is not None and wait.approval:
+        return f"◷ Waiting for your approval to run {wait.tool}{f' ({caller})' if caller else ''}…"
+    if wait is not None and wait.where is not None:
+        return f"◷ {wait.tool}{f' ({caller})' if caller else ''}: waiting for your answer on {wait.where}…"
+    running = "a tool" if wait is None else wait.tool
+    return f"⚙ {caller}: running {running}…" if caller else f"⚙ Running {running}…"
+
+
 GOTO_LABELS = {"approval": "Go to the approval", "answer": "Show it"}
 GOTO_CLASS = "agentik-goto"
 """The control that takes the user to what the agent waits for: the lab extension
@@ -153,7 +164,7 @@ class StatusLine:
         self._timer: asyncio.TimerHandle | None = None
         self._pending: asyncio.TimerHandle | None = None
         self._rendered_at = float("-inf")
-        self._doing: tuple[str, str | None] | None = None
+        self._doing: tuple[str, str | None, str | None] | None = None
         self._moved_at = float("-inf")
         if begun is not None:
             self._started = begun
@@ -220,26 +231,24 @@ class StatusLine:
             queued = f"◷ Queued ({self._ahead} ahead)" if self._ahead else "◷ Waiting for the previous turn…"
             if waits is None:
                 return queued, None
+            caller = self._store.get().caller  # an outside agent's call is in no cell
+            ahead, where = (
+                ("the turn ahead", ", in its cell above") if caller is None else (f"{caller}'s call ahead", "")
+            )
             blocker = (
-                f"the turn ahead waits for your approval to run {waits.tool}, in its cell above"
+                f"{ahead} waits for your approval to run {waits.tool}{where}"
                 if waits.approval
-                else f"the turn ahead waits for your answer on {waits.where}"
+                else f"{ahead} waits for your answer on {waits.where}"
             )
             return f"{queued}: {blocker}", waits
         elapsed = f"{(self._ended or self.clock()) - self._started:.1f} s"
         if self._ended is not None:
             parts = [ending_text(self._reason or "complete", self._failed_tools), elapsed, usage_text(self._usage)]
             return " · ".join(p for p in parts if p), None
-        status = self._store.get().status
+        state = self._store.get()
+        status = state.status
         if status == "processing":
-            if wait is None:
-                doing = "⚙ Running a tool…"
-            elif wait.approval:
-                doing = f"◷ Waiting for your approval to run {wait.tool}…"
-            elif wait.where is not None:
-                doing = f"◷ {wait.tool}: waiting for your answer on {wait.where}…"
-            else:
-                doing = f"⚙ Running {wait.tool}…"
+            doing = tool_text(wait, state.caller)
         elif status == "responding":
             doing = "✎ Responding…"
         elif status == "error":
@@ -254,7 +263,7 @@ class StatusLine:
 
     def _on_state(self, state: AgentState) -> None:
         # Only what the agent is doing changes the line here; the elapsed time moves on the tick.
-        doing = (state.status, state.active_tool)
+        doing = (state.status, state.active_tool, state.caller)
         if state.status == "idle" and self.active:
             return  # the turn is finishing: its end is shown next (it is not "Sending…")
         if (self.active or self.queued) and doing != self._doing:  # queued: what the turn ahead waits for
