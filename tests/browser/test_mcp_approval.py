@@ -83,6 +83,8 @@ def test_1_approve_on_the_page_runs_the_outside_agent_s_code(lab: Lab) -> None:
     assert "claude-code (an outside agent, over MCP) wants to run this code" in card
     assert "shared = 'FROM-CLAUDE'" in card
     assert call.result is None  # the call waits for the user
+    waits = "◷ Waiting for your approval to run run_code (claude-code)…"  # the client by its `initialize`
+    lab.wait(lambda: waits in lab.text(panel(lab)), 30, "the panel's status line naming the client")
     lab.shot("mcp_approval.png", at=approve)
     approve.click()
     call.thread.join(90)
@@ -115,6 +117,8 @@ def test_3_an_edit_shows_as_a_diff_on_the_cell_and_returns_accepted(lab: Lab) ->
     assert "print('shared is', shared)" in lab.text(proposal)
     assert "claude-code proposes this change" in lab.text(proposal)  # the client by its name, not "The agent"
     assert len(call.results) == 1  # read; the edit waits for the user
+    waits = "◷ edit_cell (claude-code): waiting for your answer on"
+    lab.wait(lambda: waits in lab.text(panel(lab)), 30, "the panel's status line saying what the client waits for")
     lab.shot("mcp_approval_edit.png", at=proposal)
     proposal.get_by_role("button", name="Accept", exact=True).click()
     call.thread.join(90)
