@@ -35,6 +35,8 @@ const ENDINGS: Record<string, string> = {
 };
 /** A rewound turn's footer mark (agentik_jupyter/widgets/transcript.py REWOUND_MARK). */
 const REWOUND = '↶ Rewound';
+/** The code of the record a rewind leaves (agentik_jupyter/persistence/rewind.py REWOUND_CODE). */
+const REWOUND_CODE = 'rewound';
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
 const BASE64 = /^[A-Za-z0-9+/=\s]*$/;
 const IMG_TAG = /<img\b[^>]*>/gi;
@@ -280,9 +282,13 @@ export async function renderEntries(
         case 'notice':
           return el('div', 'agentik-notice', entry.message);
         default:
-          // code "notice": news such as a compaction, not a failure; "interrupted": the user's Stop
+          // code "notice": news such as a compaction, not a failure; "interrupted": the user's Stop;
+          // "rewound": a rewind the user asked for, marked as the live panel marks it (widgets/panel.py)
           if (entry.code === 'interrupted') {
             return el('div', 'agentik-stopped', STOPPED);
+          }
+          if (entry.code === REWOUND_CODE) {
+            return el('div', 'agentik-rewound', `↶ ${entry.message}`);
           }
           return entry.code === 'notice'
             ? el('div', 'agentik-notice', entry.message)

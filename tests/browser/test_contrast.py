@@ -3,7 +3,7 @@
 JupyterLab + headless Debian Chromium + the fake LLM, once per theme: a notebook shows what the
 extension and the widgets draw — a turn waiting on its on-cell diff (the diff's lines, title and
 buttons, the status line), **Fix with agent** under a failed cell, the chat panel, a saved
-transcript (question, tool card with its diff, answer, error) and the **Agent sessions** sidebar.
+transcript (question, tool card with its diff, answer, error, a rewound turn's mark) and the **Agent sessions** sidebar.
 Each visible element of ours that holds text is measured from its computed colours: the text
 colour (with the opacity above it) over the backgrounds below it, composited as the browser
 paints them. Screenshots and the measurements land in tests/artifacts/contrast_<theme>_*.
@@ -71,6 +71,7 @@ SAVED_TRANSCRIPT = {
         },
         {"role": "assistant", "content": "The rate is **2** now. END-SAVED"},
         {"role": "error", "message": "A saved error line."},
+        {"role": "error", "message": "Rewound turn 2 (back to before turn 2).", "code": "rewound"},
     ],
 }
 
@@ -122,6 +123,7 @@ def test_every_text_of_ours_meets_wcag_aa(tmp_path: Path, theme: str) -> None:
             "agentik-proposal-title",
             "agentik-proposal-accepted",
             "agentik-refresh",
+            "agentik-rewound",
         ):
             assert any(expected in f["cls"] for f in found), (expected, sorted(kinds))
         low = [f for f in found if f["ratio"] < AA]

@@ -5,7 +5,7 @@ runs with no card and the panel's Rewind takes it back; the sessions sidebar say
 Auto. Then a `%%agent --mode plan` cell shows the
 plan's card: Edit, tick "in Auto", Run the plan; the card ticks the steps, and the notebook keeps the card
 ticked. Another plan is rejected. The open sidebar follows the session's mode as `%agent mode` and the
-picker change it, and draws the session's plan ticked.
+picker change it, and draws the session's plan ticked and its rewound turns as the panel marks them, not as errors.
 Steps run in file order on one server, kernel and page per app.
 """
 
@@ -37,6 +37,15 @@ SOURCES = [
 ]
 REWIND_NOW = re.compile(r"^\W*Rewind now$")
 LATEST = re.compile(r"^Take back the latest turn")
+# an element's text colour, and the theme's error colour as the same element would paint it
+COLOURS = """node => {
+    const probe = document.createElement('span');
+    probe.style.color = 'var(--jp-error-color1)';
+    node.parentElement.appendChild(probe);
+    const error = getComputedStyle(probe).color;
+    probe.remove();
+    return [getComputedStyle(node).color, error];
+}"""
 
 
 app_page = app_page_fixture(NOTEBOOK, SOURCES, "modes")
@@ -222,5 +231,15 @@ def test_the_open_sidebar_follows_the_sessions_mode_and_shows_its_plan_ticked(ap
     assert steps == ["✓ Make total", "✓ Double it", "✗ Print it — no printer"], steps
     assert "Plan rejected: nothing ran" in lab.text(plans.nth(1))
     shot(lab, "modes_sidebar_plan.png", at=plans.first)
+    # the turns the user rewound read as the panel shows them: a grey mark, not a failure
+    rewound = lab.page.locator(".jp-AgentikSidebar .agentik-rewound")
+    lab.wait(lambda: rewound.count() >= 1, 30, "the rewound turns' marks")
+    marks = [lab.text(mark) for mark in rewound.all()]
+    assert marks[0].startswith("↶ Rewound turn 1"), marks
+    errors = lab.page.locator(".jp-AgentikSidebar .agentik-error").filter(has_text="Rewound turn")
+    assert errors.count() == 0, [lab.text(e) for e in errors.all()]
+    colour, error_colour = rewound.first.evaluate(COLOURS)
+    assert colour != error_colour, (colour, error_colour)
+    shot(lab, "modes_sidebar_rewound.png", at=rewound.first)
     lab.page.locator(".jp-AgentikSidebar .agentik-back").click()
     tab.click()  # (closed again)
