@@ -22,6 +22,7 @@ import { Widget } from '@lumino/widgets';
 
 import { askKernel, ControlRequest, IControlAnswer, isSessionId } from './control';
 import { el } from './renderer';
+import { kernelRestarts } from './restarts';
 
 export const REWIND_MIME = 'application/vnd.agentik.rewind+json';
 /**
@@ -44,10 +45,8 @@ class NotebookRewinds {
   private due = false;
 
   constructor(readonly panel: NotebookPanel) {
-    panel.sessionContext.statusChanged.connect((_, status) => {
-      if (status === 'restarting' || status === 'dead') {
-        this.drawn.forEach(renderer => renderer.show()); // (the kernel's turns are gone with it)
-      }
+    kernelRestarts(panel.sessionContext).restarted.connect(() => {
+      this.drawn.forEach(renderer => renderer.show()); // (the kernel's turns are gone with it)
     });
   }
 
