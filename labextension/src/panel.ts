@@ -23,7 +23,7 @@ import { fetchHistory, listSessions } from './api';
 import { askKernel, isSessionId, loadThenRetry, NoAnswerError, NotLoadedError } from './control';
 import { historyEntries } from './history';
 import { el, renderEntries } from './renderer';
-import { kernelRestarts } from './restarts';
+import { followServerEvents, kernelRestarts } from './restarts';
 
 export const PANEL_MIME = 'application/vnd.agentik.panel+json';
 const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -198,7 +198,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
   description: "Draws the chat panel's saved place as its session's transcript, with Resume, once the panel's widget is gone.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    followServerEvents(app.serviceManager.events);
     const add = (panel: NotebookPanel): void => {
       panel.content.rendermime.addFactory(
         { safe: true, mimeTypes: [PANEL_MIME], defaultRank: RANK, createRenderer: options => new PanelRenderer(panel, options) },

@@ -22,7 +22,7 @@ import { Widget } from '@lumino/widgets';
 
 import { askKernel, ControlRequest, IControlAnswer, isSessionId } from './control';
 import { el } from './renderer';
-import { kernelRestarts } from './restarts';
+import { followServerEvents, kernelRestarts } from './restarts';
 
 export const REWIND_MIME = 'application/vnd.agentik.rewind+json';
 /**
@@ -222,7 +222,8 @@ export const rewindPlugin: JupyterFrontEndPlugin<void> = {
   description: "Draws a finished agent turn's Rewind from a plain output, so a saved notebook holds no widget for it.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    followServerEvents(app.serviceManager.events);
     const add = (panel: NotebookPanel): void => {
       const rewinds = new NotebookRewinds(panel);
       notebooks.set(panel.content, rewinds);
