@@ -10,7 +10,7 @@ the `%agent panel` cell again: the live panel is back, with the session in it.
 A restart asked elsewhere (here the REST API) reaches a page only as the new kernel's "starting"
 status, which a page can miss (its kernel websocket reconnecting late): with the page's kernel
 websocket routed through Playwright, less its restart statuses, the panel's place still turns to the
-transcript when the kernel is restarted through the API.
+transcript when the kernel is restarted through the API, and the turn's Rewind goes.
 """
 
 from __future__ import annotations
@@ -133,10 +133,13 @@ def test_a_restart_the_page_does_not_hear_of_still_shows_the_transcript(app_page
     place = lab.output(CELL_PANEL)
     lab.wait(lambda: place.locator(LIVE).count() == 1 and FIRST in lab.text(place), 60, "the live panel")
     lab.wait(lambda: lab.page.locator(IDLE).count() > 0, 60, "the kernel idle")
+    rewind = lab.output(CELL_ASK).get_by_role("button", name="Rewind", exact=True)
+    lab.wait(lambda: rewind.count() == 1, 60, "the turn's Rewind")
     (session,) = [s for s in server_api(lab, "/api/sessions") if s["path"].endswith(NOTEBOOK)]
 
     server_api(lab, f"/api/kernels/{session['kernel']['id']}/restart", method="POST")
     lab.wait(lambda: shows_saved_session(lab), 90, "the session's transcript where the panel was")
     assert place.locator(LIVE).count() == 0
     assert WIDGET_ERROR not in lab.text(place)
+    lab.wait(lambda: rewind.count() == 0, 60, "the turn's Rewind gone with the kernel that held its checkpoint")
     shot(lab, "panel_saved_after_a_restart_not_heard.png", at=place)
