@@ -9,10 +9,10 @@
  * panel's output (agentik_jupyter/widgets/panel.py PANEL_MIME), and this renderer, ranked before
  * ipywidgets' own, draws it: it draws the widget as ipywidgets would, and asks the kernel over the
  * `agentik.control` comm (`panel_live`) whether that widget still lives there. When it does not
- * (a new kernel, a kernel without agentik, no kernel) or the kernel restarts, it draws the
- * session's messages from the sessions file (the server's sessions API, as the sidebar does) and
- * offers **Resume**: the kernel continues that session (loading agentik first if it must) and the
- * `%agent panel` cell runs again, so the live panel takes the place back.
+ * (a new kernel, a kernel without agentik, no kernel) or the kernel restarts (however asked:
+ * restarts.ts), it draws the session's messages from the sessions file (the server's sessions API,
+ * as the sidebar does) and offers **Resume**: the kernel continues that session (loading agentik
+ * first if it must) and the `%agent panel` cell runs again, so the live panel takes the place back.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
@@ -23,6 +23,7 @@ import { fetchHistory, listSessions } from './api';
 import { askKernel, isSessionId, loadThenRetry, NoAnswerError, NotLoadedError } from './control';
 import { historyEntries } from './history';
 import { el, renderEntries } from './renderer';
+import { followServerEvents, kernelRestarts } from './restarts';
 
 export const PANEL_MIME = 'application/vnd.agentik.panel+json';
 const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -43,18 +44,16 @@ class PanelRenderer extends Widget implements IRenderMime.IRenderer {
     super();
     this.layout = new PanelLayout();
     this.addClass('agentik-panel-place');
-    notebook.sessionContext.statusChanged.connect(this.onStatus, this);
+    kernelRestarts(notebook.sessionContext).restarted.connect(this.onRestart, this);
   }
 
   dispose(): void {
-    this.notebook.sessionContext.statusChanged.disconnect(this.onStatus, this);
+    kernelRestarts(this.notebook.sessionContext).restarted.disconnect(this.onRestart, this);
     super.dispose();
   }
 
-  private onStatus(_: unknown, status: string): void {
-    // a restart this page asked for says 'restarting'; one asked elsewhere (another page, the REST
-    // API) shows as the new kernel 'starting'
-    if (['restarting', 'autorestarting', 'starting', 'dead'].includes(status) && this.model) {
+  private onRestart(): void {
+    if (this.model) {
       void this.drawSaved(); // (the panel's widget is gone with its kernel)
     }
   }
@@ -199,7 +198,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
   description: "Draws the chat panel's saved place as its session's transcript, with Resume, once the panel's widget is gone.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    followServerEvents(app.serviceManager.events);
     const add = (panel: NotebookPanel): void => {
       panel.content.rendermime.addFactory(
         { safe: true, mimeTypes: [PANEL_MIME], defaultRank: RANK, createRenderer: options => new PanelRenderer(panel, options) },

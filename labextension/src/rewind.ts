@@ -22,6 +22,7 @@ import { Widget } from '@lumino/widgets';
 
 import { askKernel, ControlRequest, IControlAnswer, isSessionId } from './control';
 import { el } from './renderer';
+import { followServerEvents, kernelRestarts } from './restarts';
 
 export const REWIND_MIME = 'application/vnd.agentik.rewind+json';
 /**
@@ -44,10 +45,8 @@ class NotebookRewinds {
   private due = false;
 
   constructor(readonly panel: NotebookPanel) {
-    panel.sessionContext.statusChanged.connect((_, status) => {
-      if (status === 'restarting' || status === 'dead') {
-        this.drawn.forEach(renderer => renderer.show()); // (the kernel's turns are gone with it)
-      }
+    kernelRestarts(panel.sessionContext).restarted.connect(() => {
+      this.drawn.forEach(renderer => renderer.show()); // (the kernel's turns are gone with it)
     });
   }
 
@@ -223,7 +222,8 @@ export const rewindPlugin: JupyterFrontEndPlugin<void> = {
   description: "Draws a finished agent turn's Rewind from a plain output, so a saved notebook holds no widget for it.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    followServerEvents(app.serviceManager.events);
     const add = (panel: NotebookPanel): void => {
       const rewinds = new NotebookRewinds(panel);
       notebooks.set(panel.content, rewinds);
