@@ -29,7 +29,7 @@ from agentik_jupyter.providers.base import (
 )
 from agentik_jupyter.security.scrub import scrub, scrub_response, scrub_result
 from agentik_jupyter.security.stream import StreamScrubber
-from agentik_jupyter.tools.approval import CALLER
+from agentik_jupyter.tools.approval import CALLER, NowhereToAsk
 from agentik_jupyter.tools.arguments import bound_arguments
 from agentik_jupyter.tools.interruptible import interruptible
 from agentik_jupyter.tools.modes import not_offered, offered
@@ -374,6 +374,8 @@ class Orchestrator:
             waited.mark("the approval")
             try:
                 approved = await self.approver(call, definition) if self.approver else False
+            except NowhereToAsk as exc:
+                return ToolResult(tool_call_id=call.id, name=call.name, error=str(exc))
             finally:
                 waited.mark(None)
             self.agent_store.set_active_tool(call.name)

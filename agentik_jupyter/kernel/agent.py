@@ -25,7 +25,7 @@ from agentik_jupyter.notebook.mentions import expand_mentions, suggest_names
 from agentik_jupyter.notebook.tools import register_notebook_tools
 from agentik_jupyter.persistence import DB_PATH_ENV, AsyncSessionDB, ConversationInfo, DBLocation, locate_db
 from agentik_jupyter.persistence.owner import open_for_notebook
-from agentik_jupyter.tools.approval import CALLER, CODE_TOOL, ApprovalGate
+from agentik_jupyter.tools.approval import CALLER, CODE_TOOL, ApprovalGate, NowhereToAsk
 from agentik_jupyter.tools.checkpoint import checkpoints_for
 from agentik_jupyter.tools.context import register_context_tools, variables_of
 from agentik_jupyter.tools.plan import register_plan_tools
@@ -39,12 +39,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+NO_PANEL = (
+    "{client}'s {tool} waits for the user's approval, but no chat panel is open in {notebook} to show its"
+    " card: ask the user to run `%agent panel` in {notebook}, then call again."
+)
+
 
 class KernelAgent:
     """One per IPython shell: `get_agent(shell)` creates or returns it."""
 
     def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
+        self.panel: Any = None  # the chat panel `%agent panel` showed last (an outside agent's cards go there)
         self.registry: ToolRegistry = default_registry
         register_context_tools(self.registry, shell)
         self.location: DBLocation = locate_db(shell.user_ns, os.environ, Path.cwd())
@@ -131,9 +137,21 @@ class KernelAgent:
 
     def _present_approval(self, request: Any) -> None:
         session = self.session
+        if request.requester is not None:  # an outside agent's call: no cell of the notebook is its own
+            self._present_in_panel(request)
+            return
         if session is None or session.approval_presenter is None:
             raise RuntimeError("no approval view")
         session.approval_presenter(request)
+
+    def _present_in_panel(self, request: Any) -> None:
+        """The card in the open chat panel, not in the view of the last turn (a finished `%%agent`
+        cell, which nobody watches); with no panel open, the call is refused saying how to open one."""
+        panel = self.panel
+        if panel is None or panel.widget.comm is None:  # (never shown, or closed)
+            where = Path(self.location.notebook_path or "").name or "the notebook"
+            raise NowhereToAsk(NO_PANEL.format(client=request.requester, tool=request.tool_name, notebook=where))
+        panel.present_approval(request)
 
     async def open_db(self) -> AsyncSessionDB:
         """Open the notebook's sessions file; a stranger's file found under its name is set aside (owner.py)."""

@@ -33,6 +33,14 @@ DEFAULT_TIMEOUT = 300.0
 CODE_TOOL = "run_code"
 
 ONLY_IN = {PLAN_TOOL: "offered in Plan mode only", STEP_TOOL: "offered while a plan runs"}
+
+
+class NowhereToAsk(Exception):
+    """A card with no place the user would see it (an outside agent's call while no chat panel is
+    open): the call is refused at once with this message, which says how the user can give it one,
+    instead of a card that waits unseen until its timeout."""
+
+
 CALLER: ContextVar[str | None] = ContextVar("agentik_outside_caller", default=None)
 """The outside client (an MCP client's name) whose call runs in this task, None for our own agent:
 its card says who asks, and its "always" answers are its own (kernel/agent.py's scope)."""
@@ -259,6 +267,9 @@ class ApprovalGate:
         try:
             try:
                 self.present(request)
+            except NowhereToAsk as exc:
+                request.deny(str(exc))
+                raise  # (the caller says why, in its own words)
             except Exception as exc:
                 log.exception("approval card failed")
                 request.deny(f"the approval card failed: {type(exc).__name__}: {exc}")

@@ -217,3 +217,34 @@ async def test_a_kernel_dying_mid_call_is_an_error_the_client_can_act_on(server:
     detail = httpx2.get(f"{server.url}/agentik/api/sessions/{mine[0]['id']}", params={"path": path}, headers=auth)
     assert "os._exit(1)" in detail.text and "alive again" in detail.text
     assert "The kernel died or was restarted before this call finished" in detail.text
+
+
+async def test_a_call_that_needs_approval_with_no_panel_to_show_it_says_how_to_get_one(server: Any, llm: Any) -> None:
+    """An outside call's card shows in the notebook's chat panel. With none open, it has nowhere the
+    user would look (before any turn; or in a finished `%%agent` cell's view, where it used to go and
+    wait unseen): the call is refused at once, saying how to open the panel; with the panel open,
+    the card waits there."""
+    with live_notebook(server, "no_panel.ipynb") as kernel:
+        kernel.text("import os; os.environ.pop('AGENTIK_APPROVE', None)")  # the user decides
+        async with connected(server) as client:
+            path = server.path("no_panel.ipynb")
+            before_any_turn = await client.call_tool("run_code", {"notebook": path, "code": "early = 1"})
+            llm.push(Reply.text("Hello."))
+            assert "Hello." in kernel.text("%%agent --wait\nHi.", timeout=90)
+            after_a_cell_turn = await asyncio.wait_for(
+                client.call_tool("run_code", {"notebook": path, "code": "late = 1"}), 60
+            )
+            for result in (before_any_turn, after_a_cell_turn):
+                assert result.is_error
+                assert "no chat panel is open" in text_of(result) and "%agent panel" in text_of(result), text_of(result)
+            assert kernel.value("'early' in globals() or 'late' in globals()") is False
+
+            kernel.text("%agent panel")
+            call = asyncio.ensure_future(client.call_tool("run_code", {"notebook": path, "code": "shown = 1"}))
+            for _ in range(240):
+                if await kernel_value(kernel, f"len({GATE}.pending)") == 1 or call.done():
+                    break
+                await asyncio.sleep(0.25)
+            assert not call.done(), text_of(call.result())  # its card waits in the panel
+            await kernel_value(kernel, f"{GATE}.deny_pending('not now')")
+            assert "The user did not approve running 'run_code'" in text_of(await asyncio.wait_for(call, 60))

@@ -21,5 +21,6 @@ async def panel_command(agent: KernelAgent, args: list[str]) -> None:
     await agent.prepare(session)
     panel = ChatPanel(session)
     session.approval_presenter = panel.present_approval
+    agent.panel = panel  # an outside agent's cards go here, whichever turn ran last
     follow_cell(agent.shell, asking_cell_id(agent.shell))  # a page opened later shows the panel here too
     display(panel)
