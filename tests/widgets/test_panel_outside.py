@@ -9,6 +9,7 @@ import html
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,24 @@ async def until(check: Callable[[], bool], what: Callable[[], str]) -> None:
     raise AssertionError(what())
 
 
+async def panel_with_outside_calls(
+    path: Path, reg: ToolRegistry, steps: list[Any]
+) -> tuple[AsyncSessionDB, Session, ApprovalGate, ChatPanel, OutsideCalls]:
+    """A session on a real sessions file with its approval gate, its chat panel shown (where the
+    cards go) and the outside calls of the notebook's session, as the kernel wires them."""
+    db = await AsyncSessionDB.open(path)
+    session = Session(ScriptedTransport(steps), reg, db=db)
+    panel = ChatPanel(session)
+    session.approval_presenter = panel.present_approval
+    gate = ApprovalGate(present=panel.present_approval, timeout=10)  # (the kernel's gate shows the panel's cards)
+    session.orchestrator.approver = gate
+
+    async def open_db() -> AsyncSessionDB:
+        return db
+
+    return db, session, gate, panel, OutsideCalls(session, open_db, None)
+
+
 async def test_the_status_line_says_which_client_runs_which_tool_and_what_waits_for_the_user(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,18 +70,9 @@ async def test_the_status_line_says_which_client_runs_which_tool_and_what_waits_
         await finish.wait()
         return "ran"
 
-    db = await AsyncSessionDB.open(tmp_path / "outside.agentik.db")
-    session: Session
-    gate = ApprovalGate(present=lambda r: session.approval_presenter(r), timeout=10)  # type: ignore[misc]
-    session = Session(ScriptedTransport([Step.call("run_code", {"code": "y = 2"}), Step.say("Done.")]), reg, db=db)
-    session.orchestrator.approver = gate
-    panel = ChatPanel(session)
-    session.approval_presenter = panel.present_approval
-
-    async def open_db() -> AsyncSessionDB:
-        return db
-
-    calls = OutsideCalls(session, open_db, None)
+    db, session, gate, panel, calls = await panel_with_outside_calls(
+        tmp_path / "outside.agentik.db", reg, [Step.call("run_code", {"code": "y = 2"}), Step.say("Done.")]
+    )
     task, result = calls.start(CLIENT, ToolCall(id="call_outside", name="run_code", args={"code": "x = 1"}))
     await until(lambda: bool(gate.pending), lambda: f"no approval asked; the line: {line_of(panel)!r}")
     await until(
@@ -119,18 +129,9 @@ async def test_a_cell_turn_queued_behind_the_call_says_which_client_waits_for_ap
         """Run code."""
         return "ran"
 
-    db = await AsyncSessionDB.open(tmp_path / "queued.agentik.db")
-    session: Session
-    gate = ApprovalGate(present=lambda r: session.approval_presenter(r), timeout=10)  # type: ignore[misc]
-    session = Session(ScriptedTransport([Step.say("Done.")]), reg, db=db)
-    session.orchestrator.approver = gate
-    panel = ChatPanel(session)
-    session.approval_presenter = panel.present_approval
-
-    async def open_db() -> AsyncSessionDB:
-        return db
-
-    calls = OutsideCalls(session, open_db, None)
+    db, session, gate, panel, calls = await panel_with_outside_calls(
+        tmp_path / "queued.agentik.db", reg, [Step.say("Done.")]
+    )
     task, result = calls.start(CLIENT, ToolCall(id="call_outside", name="run_code", args={"code": "x = 1"}))
     await until(lambda: bool(gate.pending), lambda: f"no approval asked; the line: {line_of(panel)!r}")
     view = TurnView(session, "A question", wait=True, display=lambda bundle: None)
