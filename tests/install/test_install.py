@@ -52,6 +52,7 @@ from tests.browser.test_browser import (  # noqa: F401  (skips this module, as t
     watch,
     words,
 )
+from tests.browser_apps import IDLE  # noqa: E402
 from tests.jupyter_servers import RunningServer, free_port, isolated_env  # noqa: E402
 
 pytestmark = [pytest.mark.install, pytest.mark.timeout(1800), pytest.mark.xdist_group("alone")]
@@ -318,6 +319,9 @@ def test_4_notebook7_streams_stops_and_approves(lab: Lab) -> None:
     assert not agentik_console_errors(lab), lab.console
     page.goto(f"{lab.server.url}/notebooks/{NB7_NOTEBOOK}?token={lab.server.token}", timeout=30_000)
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    # the kernel is there before the first Shift+Enter (one pressed before it makes Notebook 7 ask
+    # "Select Kernel" late, and the next Shift+Enter accepts that dialog: a second kernel)
+    page.wait_for_selector(IDLE, timeout=60_000)
     assert page.locator("#jp-top-bar, .jp-NotebookKernelStatus, #jp-NotebookCheckpoint").count() >= 1  # Notebook 7
     assert page.locator(".jp-LabShell").count() == 0
     partial = run_agent_cells(lab, NB7_ANSWER, "END-NB7")
