@@ -74,11 +74,23 @@ class Page:
         except Exception as exc:  # Playwright's timeout: the page never showed the notebook
             raise SoakError(f"the notebook did not open in the page: {exc}") from exc
 
-    def type_into_users_cell(self, text: str) -> None:
+    def type_into_users_cell(self, text: str, holds: str) -> None:
         """Type `text` at the end of the user's cell (the notebook's one raw cell: its editor always
-        shows), wherever the agent's cells have put it."""
+        shows), wherever the agent's cells have put it, once the cell shows what the user typed
+        before (`holds`): with collaboration a page just opened may get the shared document after
+        its editor, and a caret put at the end before then is not at the end (the text went in the
+        middle of the cell)."""
         editor = self.page.locator(".jp-Notebook .jp-RawCell").locator(".cm-content")
         editor.click()
+        tail = holds.replace("\n", "")[-24:]  # (the editor's lines are elements: no newline in its text)
+        try:
+            self.page.wait_for_function(
+                "([editor, tail]) => editor.textContent.endsWith(tail)",
+                arg=[editor.element_handle(timeout=OPEN_MS), tail],
+                timeout=SAVE_MS,
+            )
+        except Exception as exc:  # Playwright's timeout
+            raise SoakError(f"the page never showed the user's cell as the file holds it: {exc}") from exc
         self.page.keyboard.press("Control+End")
         self.page.keyboard.type(text)
         self.page.keyboard.press("Escape")

@@ -284,7 +284,7 @@ def _browser(soak: Soak) -> Browser:
 
 def _type_in_page(soak: Soak, page: Page, typed: str) -> None:
     """The user types at the end of their cell in `page` and saves; the file holds it all."""
-    page.type_into_users_cell(typed)
+    page.type_into_users_cell(typed, soak.ledger.typed)
     expected = soak.ledger.typed + typed
     try:
         page.save(lambda: user_source(soak.world.file()) == expected)
