@@ -90,7 +90,11 @@ class Page:
                 timeout=SAVE_MS,
             )
         except Exception as exc:  # Playwright's timeout
-            raise SoakError(f"the page never showed the user's cell as the file holds it: {exc}") from exc
+            shown = editor.text_content(timeout=OPEN_MS) or ""
+            raise SoakError(
+                f"the page never showed the user's cell as the file holds it: the file's cell ends with"
+                f" {tail!r}, the page's with {shown[-80:]!r} ({len(shown)} characters): {exc}"
+            ) from exc
         self.page.keyboard.press("Control+End")
         self.page.keyboard.type(text)
         self.page.keyboard.press("Escape")
