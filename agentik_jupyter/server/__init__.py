@@ -8,6 +8,7 @@ from agentik_jupyter.server.follow import NotebookFollower
 from agentik_jupyter.server.handlers import setup_handlers
 from agentik_jupyter.server.mcp_endpoint import MANAGER_SETTING
 from agentik_jupyter.server.provider_env import hold_provider_key
+from agentik_jupyter.server.room_history import RoomHistoryKeeper
 from agentik_jupyter.server.turns import LINKS_SETTING
 
 
@@ -32,6 +33,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     setup_handlers(serverapp.web_app, serverapp)
     hide_sqlite_companions(getattr(serverapp, "contents_manager", None))
     NotebookFollower(serverapp).install()
+    RoomHistoryKeeper(serverapp).install()
     serverapp.log.info(
         "agentik_jupyter: /agentik/api/chat, /agentik/api/sessions, /agentik/api/events and /agentik/mcp ready"
     )
