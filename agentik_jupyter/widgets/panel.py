@@ -451,8 +451,9 @@ class ChatPanel:
         elif isinstance(event, ToolResultEvent):
             result = event.result
             drawn = self._plan_copies.pop(result.tool_call_id, None)
-            if drawn is not None or result.name == STEP_TOOL:
-                self._show_plan(body.cards[result.tool_call_id].call, result, [], drawn)
+            card = body.cards.get(result.tool_call_id)  # (none for a call made before the panel opened)
+            if card is not None and (drawn is not None or result.name == STEP_TOOL):
+                self._show_plan(card.call, result, [], drawn)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:
