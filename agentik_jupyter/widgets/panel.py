@@ -28,7 +28,17 @@ from agentik_jupyter.notebook.requests import asked_from, asking_page
 from agentik_jupyter.persistence import INTERRUPTED_MESSAGE
 from agentik_jupyter.security.scrub import scrub
 from agentik_jupyter.tools.modes import PLAN_TOOL, STEP_TOOL
-from agentik_jupyter.types import ChatMessage, End, Event, ImagePart, StartResponse, ToolCall, ToolResult
+from agentik_jupyter.types import (
+    ChatMessage,
+    End,
+    Event,
+    ImagePart,
+    StartResponse,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    ToolResultEvent,
+)
 from agentik_jupyter.widgets.approval_card import ApprovalCard
 from agentik_jupyter.widgets.attach_images import ImageAttach, thumbnails_html
 from agentik_jupyter.widgets.body import TurnBody, error_html, question_html
@@ -170,7 +180,8 @@ class ChatPanel:
         self._body: TurnBody | None = None
         self._rendered: list[str] = []
         self._cards: dict[str, ToolCard] = {}
-        self._plan: tuple[SavedPlan, HTML] | None = None  # the plan a resumed turn ran, ticked by plan_step
+        self._plan: tuple[SavedPlan, HTML] | None = None  # the plan a turn shown ran, ticked by plan_step
+        self._plan_copies: dict[str, HTML] = {}  # a running turn's plans drawn at their call, by its id
         self._turn_rewinds: dict[str, TurnRewind] = {}  # a Rewind at the end of each turn, by its question's id
         self._last_question: str | None = None  # the newest turn's question shown (its Rewind comes at its end)
         self._render_all(session.chat_store.messages)
@@ -375,12 +386,15 @@ class ChatPanel:
             existing.set_result(result)
             self._show_plan(existing.call, result, out)
 
-    def _show_plan(self, call: ToolCall, result: ToolResult, out: list[Widget]) -> None:
-        """A resumed turn's plan as its card (no buttons) after propose_plan's, ticked as plan_step went."""
+    def _show_plan(self, call: ToolCall, result: ToolResult, out: list[Widget], drawn: HTML | None = None) -> None:
+        """A plan as its card (no buttons) after propose_plan's, ticked as plan_step went: a resumed
+        turn's, or a running turn's copy `drawn` at its call (`_follow_plan`)."""
         if result.name == PLAN_TOOL:
             plan = SavedPlan.of(call.args, result)
-            widget = HTML(value=saved_plan_html(plan))
-            out.append(widget)
+            widget = drawn if drawn is not None else HTML()
+            widget.value = saved_plan_html(plan)
+            if drawn is None:
+                out.append(widget)
             self._plan = (plan, widget) if plan.decision == "approved" else self._plan
         elif result.name == STEP_TOOL and result.error is None and self._plan is not None:
             plan, widget = self._plan
@@ -425,14 +439,32 @@ class ChatPanel:
             for widget in out:
                 self._add(widget)
 
+    def _follow_plan(self, body: TurnBody, event: Event) -> None:
+        """The running turn's plan when its live card is another view's (a `%%agent` cell's, which has
+        the buttons): a copy at propose_plan's call as the transcript draws it, as proposed, then as
+        decided and ticked. The panel's own turn shows the live card (`present_approval`) instead."""
+        if isinstance(event, ToolCallEvent) and event.call.name == PLAN_TOOL:
+            if self.session.approval_presenter != self.present_approval:
+                copy = HTML(value=saved_plan_html(SavedPlan.of(event.call.args, None)))
+                self._plan_copies[event.call.id] = copy
+                body.add(copy)
+        elif isinstance(event, ToolResultEvent):
+            result = event.result
+            drawn = self._plan_copies.pop(result.tool_call_id, None)
+            card = body.cards.get(result.tool_call_id)  # (none for a call made before the panel opened)
+            if card is not None and (drawn is not None or result.name == STEP_TOOL):
+                self._show_plan(card.call, result, [], drawn)
+
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StartResponse) and self._body is None:
             self._body = TurnBody(clock=self.clock, agent_store=self.session.agent_store)
             self._add(self._body.widget)
             self.status.begin()
             self.stop_button.disabled = False
+            self._plan, self._plan_copies = None, {}  # (plan_step ticks this turn's plan only)
         if self._body is not None:
             self._body.handle(event)
+            self._follow_plan(self._body, event)
         if isinstance(event, End):
             failed = self._body.failed_tools if self._body is not None else 0
             if self._body is not None:

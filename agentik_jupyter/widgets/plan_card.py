@@ -6,7 +6,8 @@ runs, the card ticks each step done (✓) or failed (✗) as the agent reports i
 
 A finished turn (its saved transcript, a resumed session) draws the same card without buttons from
 `SavedPlan`: propose_plan's result as the sessions file keeps it (tools/plan.py PLAN_MIME), ticked by
-the plan_step calls that succeeded after it.
+the plan_step calls that succeeded after it. The chat panel draws it so too for a `%%agent` cell's
+running turn, whose live card (with the buttons) is in the cell.
 """
 
 from __future__ import annotations
