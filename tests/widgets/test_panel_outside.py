@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from agentik_jupyter.tools.approval import ApprovalGate
 from agentik_jupyter.tools.registry import ToolRegistry, tool
 from agentik_jupyter.types import ToolCall
 from agentik_jupyter.widgets import ChatPanel, TurnView
+from tests.widgets.loop_waits import until
 
 CLIENT = "claude-code"
 
@@ -28,14 +28,6 @@ CLIENT = "claude-code"
 def line_of(panel: ChatPanel) -> str:
     """The status line as the user reads it (the widget's value, not the store behind it)."""
     return html.unescape(re.sub(r"<[^>]+>", "", panel.status.widget.value))
-
-
-async def until(check: Callable[[], bool], what: Callable[[], str]) -> None:
-    for _ in range(500):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(what())
 
 
 async def panel_with_outside_calls(

@@ -5,7 +5,7 @@ its card once."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from agentik_jupyter.testing.scripted import ScriptedTransport, Step
 from agentik_jupyter.tools.plan import PlanRequest, register_plan_tools
 from agentik_jupyter.tools.registry import ToolRegistry
 from agentik_jupyter.widgets import ChatPanel, TurnView
+from tests.widgets.loop_waits import until
 from tests.widgets.test_views import html_of
 
 STEPS = ["Make total", "Double it"]
@@ -49,14 +50,6 @@ def widgets(root: Widget) -> Iterator[Widget]:
 
 def buttons(root: Widget, description: str) -> list[Button]:
     return [w for w in widgets(root) if isinstance(w, Button) and w.description == description]
-
-
-async def until(check: Callable[[], bool], what: Callable[[], str]) -> None:
-    for _ in range(500):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(what())
 
 
 async def test_a_cells_plan_shows_in_the_panel_while_it_waits_and_as_it_runs(tmp_path: Path) -> None:
