@@ -34,7 +34,12 @@ WORDS = ("-one", "-two", "-three")
 
 
 def users_text(root: Path) -> str:
-    source = json.loads((root / NOTEBOOK).read_text())["cells"][0]["source"]
+    """The user's cell as the file holds it; "" while the server is writing the file (it writes in
+    place, so a read can see it empty or cut short)."""
+    try:
+        source = json.loads((root / NOTEBOOK).read_text())["cells"][0]["source"]
+    except json.JSONDecodeError:
+        return ""
     return source if isinstance(source, str) else "".join(source)
 
 
