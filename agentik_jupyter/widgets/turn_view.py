@@ -311,6 +311,8 @@ class TurnView:
         return card
 
     def _on_chat(self, state: ChatState) -> None:
+        if self.started or self.task is not None:  # its turn is known: no question to look for
+            return
         for m in state.messages:
             if m.id in self._baseline:
                 continue
