@@ -240,6 +240,8 @@ class SessionControls:
         self._again = False  # a change came while the due refresh was on its way: read once more
         self._whole = False  # the due refresh brings every control up to date (else only the new ones)
         self._new: weakref.WeakSet[TurnRewind] = weakref.WeakSet()  # added since the last read
+        self._rows: dict[str, TurnRow] | None = None  # the last read, while no change came since
+        self._changes = 0  # changes that may concern every control (a read taken before one is stale)
         self._seen = self._tip(session.chat_store.messages)
         session.chat_store.subscribe(self._on_chat)
         session.on_event(self._on_event)
@@ -277,6 +279,8 @@ class SessionControls:
     def soon(self) -> None:
         """Refresh every control once the current work on the loop is done (many changes, one read;
         a change while that read is on its way gets a read of its own after it)."""
+        self._changes += 1
+        self._rows = None
         self._whole = True
         self._schedule()
 
@@ -310,11 +314,17 @@ class SessionControls:
         self._new = weakref.WeakSet()
         if session is None or not (live or watched):
             return
-        try:
-            by_message = await turn_rows(session)
-        except Exception:
-            log.exception("could not read the session's turns")
-            return
+        rows = self._rows
+        if whole or rows is None or any(c.message_id not in rows for c in live):
+            changes = self._changes
+            try:
+                rows = await turn_rows(session)
+            except Exception:
+                log.exception("could not read the session's turns")
+                return
+            if changes == self._changes:
+                self._rows = rows
+        by_message = rows  # (a new control's turn, read since the last change: that read holds it)
         for control in live:
             row = by_message.get(control.message_id)
             control.update(row, released_why(session, row))
