@@ -67,5 +67,7 @@ def _parsed(line: str) -> tuple[TurnOptions, bool]:
         from agentik_jupyter.tools.modes import parse_mode
 
         mode = parse_mode(args.mode)
-    options = TurnOptions(wait=args.wait, new=args.new, temp=args.temp, session=args.session, model=args.model, mode=mode)
+    options = TurnOptions(
+        wait=args.wait, new=args.new, temp=args.temp, session=args.session, model=args.model, mode=mode
+    )
     return options, args.no_wait
