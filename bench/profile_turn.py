@@ -169,6 +169,7 @@ CPU_PARTS = [
     "transcript.py:transcript_bundle",
     "turn_view.py:finish",
     "turn_rewind.py:refresh",
+    "turn_rewind.py:_refresh",
 ]
 """The rows of `--cpu`'s profile (file name and function; the profiler inflates Python-heavy work ~5x)."""
 

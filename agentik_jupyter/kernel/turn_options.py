@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, NoReturn
 
 from agentik_jupyter.errors import OptionsError
@@ -46,16 +47,27 @@ def wait_by_default() -> bool:
 
 
 def parse_options(line: str) -> TurnOptions:
+    options, no_wait = _parsed(line)
+    wait = (options.wait or wait_by_default()) and not no_wait
+    return options if wait == options.wait else replace(options, wait=wait)
+
+
+@lru_cache(maxsize=64)
+def _parsed(line: str) -> tuple[TurnOptions, bool]:
+    """The line's options as written (`--wait` as given) and its `--no-wait`: a notebook's cells
+    repeat the same few lines, and argparse takes longer than the rest of a turn's start."""
     try:
         words = shlex.split(line)
     except ValueError as exc:
         raise OptionsError(f"{exc}. Usage: {USAGE}") from None
     args = _parser.parse_args(words)
-    wait = (args.wait or wait_by_default()) and not args.no_wait
     mode = None
     if args.mode is not None:
         # load time: %load_ext stays cheap (modes reads the types, which import pydantic)
         from agentik_jupyter.tools.modes import parse_mode
 
         mode = parse_mode(args.mode)
-    return TurnOptions(wait=wait, new=args.new, temp=args.temp, session=args.session, model=args.model, mode=mode)
+    options = TurnOptions(
+        wait=args.wait, new=args.new, temp=args.temp, session=args.session, model=args.model, mode=mode
+    )
+    return options, args.no_wait

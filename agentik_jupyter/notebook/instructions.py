@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -38,14 +39,21 @@ class ProjectInstructions:
 
 def search_dirs(start: Path, root: Path | None) -> list[Path]:
     """`start` and its parents up to `root` (the server root), or up to the home folder."""
+    return list(_chain(start, root or Path.home()))
+
+
+@lru_cache(maxsize=32)
+def _chain(start: Path, stop: Path) -> tuple[Path, ...]:
+    """The folders from `start` up to `stop`, resolved once: each turn looks for AGENTS.md in them,
+    and resolving a path is a system call per folder in it."""
     start = start.resolve()
-    stop = (root or Path.home()).resolve()
+    stop = stop.resolve()
     if not start.is_relative_to(stop):
-        return [start]
+        return (start,)
     dirs = [start]
     while dirs[-1] != stop and dirs[-1].parent != dirs[-1]:
         dirs.append(dirs[-1].parent)
-    return dirs
+    return tuple(dirs)
 
 
 def find_instructions(start: Path, root: Path | None) -> Path | None:

@@ -114,8 +114,9 @@ def _pre(text: str, css: str = "") -> str:
     return f"<pre{style}>{invisible.escape_visible(shown)}</pre>{note}"
 
 
-def rich_html(display: dict[str, Any] | None) -> str:
-    """The card preview from a tool's MIME bundle: images first, then a sanitised table."""
+def rich_html(display: dict[str, Any] | None, *, sanitised: bool = False) -> str:
+    """The card preview from a tool's MIME bundle: images first, then a sanitised table
+    (`sanitised`: its HTML is sanitised already, as a transcript entry keeps it; sanitising it again changes nothing)."""
     if not display:
         return ""
     for mime in IMAGE_TYPES:
@@ -127,12 +128,15 @@ def rich_html(display: dict[str, Any] | None) -> str:
     if isinstance(markup, str):
         if len(markup) > HTML_PREVIEW_LIMIT:
             return f"<p><em>HTML preview omitted ({len(markup):,} characters).</em></p>"
-        return f'<div class="agentik-preview" style="overflow:auto;max-height:24em">{sanitize_html(markup)}</div>'
+        shown = markup if sanitised else sanitize_html(markup)
+        return f'<div class="agentik-preview" style="overflow:auto;max-height:24em">{shown}</div>'
     return ""
 
 
-def card_body_html(call: ToolCall, result: ToolResult | None, *, waiting: str | None = None) -> str:
-    """Arguments, then the error, or the preview and the text the model saw."""
+def card_body_html(
+    call: ToolCall, result: ToolResult | None, *, waiting: str | None = None, sanitised: bool = False
+) -> str:
+    """Arguments, then the error, or the preview and the text the model saw (`sanitised`: see `rich_html`)."""
     shown = [args_text(call.args)] + ([result.error or result_text(result)] if result is not None else [])
     parts = [invisible.warning_html("\n".join(shown), "This tool call"), *_args_html(call.args)]
     if result is None:
@@ -141,7 +145,7 @@ def card_body_html(call: ToolCall, result: ToolResult | None, *, waiting: str | 
         parts.append("<div><b>Error</b></div>")
         parts.append(_pre(result.error, look.ERROR_PRE).replace("<pre", '<pre class="agentik-error"', 1))
     else:
-        preview = rich_html(result.display)
+        preview = rich_html(result.display, sanitised=sanitised)
         text = result_text(result)
         if preview:
             parts.append(f"<div><b>Result</b></div>{preview}")
@@ -156,11 +160,18 @@ def card_body_html(call: ToolCall, result: ToolResult | None, *, waiting: str | 
 CARD_STYLE = f' style="{look.CARD}"'
 
 
-def card_html(call: ToolCall, result: ToolResult | None, *, timings: bool = True, waiting: str | None = None) -> str:
+def card_html(
+    call: ToolCall,
+    result: ToolResult | None,
+    *,
+    timings: bool = True,
+    waiting: str | None = None,
+    sanitised: bool = False,
+) -> str:
     """A collapsed <details>, its look inline (widgets/look.py: the theme's colours in JupyterLab,
     with or without our extension; their fallbacks in VS Code, Colab, GitHub, nbviewer)."""
     title = escape(card_title(call, result, timings=timings, waiting=waiting))
-    body = card_body_html(call, result, waiting=waiting)
+    body = card_body_html(call, result, waiting=waiting, sanitised=sanitised)
     return f'<details class="agentik-tool"{CARD_STYLE}><summary>{title}</summary>{body}</details>'
 
 

@@ -63,6 +63,17 @@ def button_style(name: str = "") -> ButtonStyle:
     return _shared(f"style:button:{name}", lambda: ButtonStyle(**BUTTON_STYLES[name]))
 
 
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def view_bundle(widget: Widget) -> dict[str, Any]:
+    """The bundle that shows `widget`, without ipywidgets' text/plain: that is the widget's repr,
+    which walks all its traits and its children's (a place's text is ours to say, or none)."""
+    if widget._view_name is None:
+        return {}
+    return {WIDGET_VIEW_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
+
+
 def placeholder() -> Box:
     """One empty box per kernel, shown in the place of every `--wait` view not built yet: the
     place costs a display, not a widget (see `TurnView`). Never changed."""

@@ -217,7 +217,7 @@ def _html(entries: list[dict[str, Any]], payload: dict[str, Any], rendered: Mapp
         elif e["role"] == "plan":
             out.append(saved_plan_html(SavedPlan.from_entry(e)))
         else:
-            out.append(card_html(*_entry_call(e)))
+            out.append(card_html(*_entry_call(e), sanitised=True))  # (its display was sanitised for the entry)
     parts = [ending_text(payload.get("status"), payload.get("failed_tools", 0))]
     if payload.get("rewound"):
         parts.append(REWOUND_MARK)

@@ -238,6 +238,10 @@ class SessionControls:
         self.watched: dict[str, Callable[[], None]] = {}  # by the turn's question's message id
         self._due: asyncio.Task[Any] | None = None
         self._again = False  # a change came while the due refresh was on its way: read once more
+        self._whole = False  # the due refresh brings every control up to date (else only the new ones)
+        self._new: weakref.WeakSet[TurnRewind] = weakref.WeakSet()  # added since the last read
+        self._rows: dict[str, TurnRow] | None = None  # the last read, while no change came since
+        self._changes = 0  # changes that may concern every control (a read taken before one is stale)
         self._seen = self._tip(session.chat_store.messages)
         session.chat_store.subscribe(self._on_chat)
         session.on_event(self._on_event)
@@ -260,8 +264,11 @@ class SessionControls:
             self.soon()
 
     def add(self, control: TurnRewind) -> None:
+        """A new control is read once (its turn may already be out of reach); adding one changes
+        no other control, so the others are not updated for it."""
         self.controls.add(control)
-        self.soon()
+        self._new.add(control)
+        self._schedule()
 
     def watch(self, message_id: str, rewound: Callable[[], None]) -> None:
         """Call `rewound()` once, when the turn asked by `message_id` is rewound (here or elsewhere)."""
@@ -270,8 +277,14 @@ class SessionControls:
             del self.watched[next(iter(self.watched))]
 
     def soon(self) -> None:
-        """Refresh once the current work on the loop is done (many changes, one read; a change
-        while that read is on its way gets a read of its own after it)."""
+        """Refresh every control once the current work on the loop is done (many changes, one read;
+        a change while that read is on its way gets a read of its own after it)."""
+        self._changes += 1
+        self._rows = None
+        self._whole = True
+        self._schedule()
+
+    def _schedule(self) -> None:
         if not (self.controls or self.watched):
             return
         if self._due is not None and not self._due.done():
@@ -287,22 +300,35 @@ class SessionControls:
         self._again = True
         while self._again:
             self._again = False
-            await self.refresh()
+            whole, self._whole = self._whole, False
+            await self._refresh(whole)
 
     async def refresh(self) -> None:
+        """Read the session's turns and bring every control up to date."""
+        await self._refresh(True)
+
+    async def _refresh(self, whole: bool) -> None:
         session = self._session()
-        live = [c for c in self.controls if c.widget.comm is not None]
-        if session is None or not (live or self.watched):
+        controls, watched = (self.controls, self.watched) if whole else (self._new, {})
+        live = [c for c in controls if c.widget.comm is not None]
+        self._new = weakref.WeakSet()
+        if session is None or not (live or watched):
             return
-        try:
-            by_message = await turn_rows(session)
-        except Exception:
-            log.exception("could not read the session's turns")
-            return
+        rows = self._rows
+        if whole or rows is None or any(c.message_id not in rows for c in live):
+            changes = self._changes
+            try:
+                rows = await turn_rows(session)
+            except Exception:
+                log.exception("could not read the session's turns")
+                return
+            if changes == self._changes:
+                self._rows = rows
+        by_message = rows  # (a new control's turn, read since the last change: that read holds it)
         for control in live:
             row = by_message.get(control.message_id)
             control.update(row, released_why(session, row))
-        for message_id in [m for m in self.watched if (row := by_message.get(m)) is not None and row.rewound]:
+        for message_id in [m for m in watched if (row := by_message.get(m)) is not None and row.rewound]:
             try:
                 self.watched.pop(message_id)()
             except Exception:

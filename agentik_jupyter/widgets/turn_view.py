@@ -50,7 +50,16 @@ from agentik_jupyter.widgets.protocol import ApprovalRequestLike, SessionLike
 from agentik_jupyter.widgets.publish import clear_outputs_at_next, display_now, publish_stream, update_now
 from agentik_jupyter.widgets.rewind_output import REWIND_MIME, rewind_bundle
 from agentik_jupyter.widgets.rewound import at_handle, in_output, show_when_rewound
-from agentik_jupyter.widgets.shared import LIVE_CLASSES, box, button, html, layout, placeholder, retire
+from agentik_jupyter.widgets.shared import (
+    LIVE_CLASSES,
+    box,
+    button,
+    html,
+    layout,
+    placeholder,
+    retire,
+    view_bundle,
+)
 from agentik_jupyter.widgets.status import StatusLine
 from agentik_jupyter.widgets.transcript import TRANSCRIPT_MIME, transcript_bundle
 from agentik_jupyter.widgets.turn_rewind import TurnRewind, rewind_control
@@ -91,7 +100,7 @@ def _display_bundle(bundle: dict[str, Any]) -> None:
 def bare(widget: Widget) -> dict[str, Any]:
     """A widget's bundle without text: a viewer without widgets shows nothing, and the cell's text
     outputs (what nbval compares) are those of a cell without it."""
-    return {k: v for k, v in widget._repr_mimebundle_().items() if k != "text/plain"}
+    return view_bundle(widget)
 
 
 def close_tree(widget: Widget) -> None:
@@ -181,9 +190,8 @@ class TurnView:
         else:
             self.attach()
 
-    def _bundle(self, widget: Widget, **kwargs: Any) -> dict[str, Any]:
-        bundle = dict(widget._repr_mimebundle_(**kwargs) or {})
-        bundle.pop("text/plain", None)
+    def _bundle(self, widget: Widget) -> dict[str, Any]:
+        bundle = view_bundle(widget)
         if self._text:
             bundle["text/plain"] = self._text
         return bundle
@@ -261,7 +269,7 @@ class TurnView:
         cell's outputs are then the same (for nbval) whether or not its view was built."""
         if self._show is None:
             self.build()
-        return self._bundle(self.widget if self.widget is not None else placeholder(), **kwargs)
+        return self._bundle(self.widget if self.widget is not None else placeholder())
 
     # ---- wiring ----
 
@@ -303,6 +311,8 @@ class TurnView:
         return card
 
     def _on_chat(self, state: ChatState) -> None:
+        if self.started or self.task is not None:  # its turn is known: no question to look for
+            return
         for m in state.messages:
             if m.id in self._baseline:
                 continue

@@ -14,7 +14,7 @@ from typing import Any
 from ipywidgets import HBox, VBox
 
 from agentik_jupyter.widgets.live_text import LiveText
-from agentik_jupyter.widgets.shared import box, button, button_style, html, html_style, layout
+from agentik_jupyter.widgets.shared import box, button, button_style, html, html_style, layout, view_bundle
 from tests.widgets_support import CommLog, comm_log  # noqa: F401  (a fixture)
 
 KIND = {"_model_name", "_model_module", "_model_module_version"}
@@ -102,3 +102,12 @@ def test_a_state_asked_for_again_is_whole(comm_log: CommLog) -> None:
     assert stop.get_state()["disabled"] is False
     assert "_dom_classes" in stop.get_state() and "_view_name" in stop.get_state()
     live.close(), stop.close()
+
+
+def test_a_place_shows_the_widget_as_ipywidgets_would_without_its_repr(comm_log: CommLog) -> None:
+    """The bundle that shows a widget in a cell's place is ipywidgets' own, less its text/plain (the
+    repr of every trait, which no viewer of the place reads: the place says its own text, or none)."""
+    for widget in (html("<b>x</b>"), button("Rewind", icon="undo"), box(VBox, (html("y"),))):
+        theirs = dict(widget._repr_mimebundle_())
+        del theirs["text/plain"]
+        assert view_bundle(widget) == theirs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentik_jupyter.widgets.markdown import is_safe_url, render_markdown
 from agentik_jupyter.widgets.sanitize import sanitize_html
@@ -64,3 +66,20 @@ def test_sanitizer_keeps_a_dataframe_table_and_drops_active_content() -> None:
 
 def test_sanitizer_closes_unclosed_tags() -> None:
     assert sanitize_html("<table><tr><td>x") == "<table><tr><td>x</td></tr></table>"
+
+
+HTML_PIECES = (
+    "<table>|</table>|<tr>|</tr>|<td>|</td>|<td colspan='2' onclick=\"x\">|<br>|<br/>|<hr/>|<p>|</p>|"
+    '<div class="agentik-diff-added" style="x">|</div>|<span title=\'a"b\'>|</span>|<script>|</script>|'
+    "<style>|</style>|<svg>|<!-- c -->|<![CDATA[x]]>|<b>|</i>|<pre>|</pre>|&amp;|&lt;|&nbsp;|&#x27;|&amp|AT&T|"
+    "&#0;|<|>|\"|'|\u202e|\u200b|\ufeff|\n|\r\n| |x|é|<td nowrap>|<TD ALIGN=left>|<?pi?>|<!doctype html>"
+).split("|")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(HTML_PIECES), max_size=30).map("".join))
+def test_sanitised_html_is_its_own_sanitised_form(markup: str) -> None:
+    """A transcript's card shows a tool's display as the transcript's JSON keeps it, sanitised once;
+    sanitising it again would change nothing."""
+    once = sanitize_html(markup)
+    assert sanitize_html(once) == once
