@@ -167,6 +167,8 @@ def _start(
         f"--IdentityProvider.token={token}",
         "--ServerApp.open_browser=False",
         "--ServerApp.jpserver_extensions={'agentik_jupyter': True}",
+        # jupyter-lsp's search for language servers runs `npm` at every start; no test uses one
+        "--LanguageServerManager.autodetect=False",
     ]
     if not collaborative:
         args.append("--YDocExtension.disable_rtc=True")
