@@ -47,22 +47,28 @@ lab: $(LABEXT)
 
 # The suite on TEST_WORKERS pytest-xdist workers, a module (or an xdist_group) per work unit
 # (tests/parallel.py); browser modules share each worker's servers and Chromium
-# (tests/shared_servers.py). The 25 slowest tests are listed at the end.
-TEST_WORKERS ?= 3
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=25
+# (tests/shared_servers.py). The 25 slowest tests are listed at the end. Four workers on two
+# cores: a browser test waits on its page, server or kernel much of its time. Units go out in
+# tests/parallel.py's order (slow first); xdist would otherwise send the modules with most tests first.
+# Python keeps its bytecode for the run even where PYTHONDONTWRITEBYTECODE is set (as on CI's
+# machines): the suite starts hundreds of kernels and servers, and each would compile our
+# modules again, and each worker the test modules (half of its collection time).
+TEST_WORKERS ?= 4
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 
 # (the test extra first: installing it removes the extension's link, which $(LABEXT) then makes again)
 test: $(STAMP) $(LABEXT)
 	bash scripts/ensure-chromium.sh
-	$(PY) -m pytest $(PYTEST_PARALLEL)
+	$(PYTEST) $(PYTEST_PARALLEL)
 
 test-fast: $(STAMP) $(LABEXT)
-	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not browser and not install"
+	$(PYTEST) $(PYTEST_PARALLEL) -m "not browser and not install"
 
 # build the wheel from a clean clone, install it without Node.js, drive it in JupyterLab and Notebook 7
 test-install: $(STAMP)
 	bash scripts/ensure-chromium.sh
-	$(PY) -m pytest -m install
+	$(PYTEST) -m install
 
 # ruff: the formatter's check and the linter (pyproject.toml [tool.ruff]); .ci/run runs it before the tests
 lint: $(STAMP)
