@@ -28,6 +28,8 @@ class Browser:
         self._cdp = cdp
         self._stack = contextlib.ExitStack()
         self._browser: Any = None
+        self.conflicts = 0
+        """File Changed dialogs its pages answered (`Page.answer_file_changed`)."""
 
     def __enter__(self) -> Browser:
         from playwright.sync_api import sync_playwright
@@ -46,11 +48,12 @@ class Browser:
     @contextlib.contextmanager
     def page(self, world: World) -> Iterator[Page]:
         context = self._browser.new_context(viewport={"width": 1200, "height": 900})
+        page = Page(context, world)
         try:
-            page = Page(context, world)
             page.open()
             yield page
         finally:
+            self.conflicts += page.conflicts
             context.close()
 
 
@@ -61,6 +64,8 @@ class Page:
         self.context = context
         self.page = context.new_page()
         self.world = world
+        self.conflicts = 0
+        """JupyterLab's "File Changed" dialogs this page answered (`answer_file_changed`)."""
 
     def open(self) -> None:
         """Open (or reopen) the notebook where it is now, and wait until its kernel is idle."""
@@ -117,11 +122,29 @@ class Page:
     def cells_holding(self, text: str) -> int:
         return int(self.page.locator(".jp-Notebook .jp-Cell").filter(has_text=text).count())
 
+    def answer_file_changed(self) -> None:
+        """Answer JupyterLab's "File Changed" dialog, if it shows, with Overwrite, as the user would
+        with collaboration on: the page holds the shared document the server saves anyway. Under load
+        the dialog can come at a save when the server's own autosave changed the file's hash just
+        before and the page had not heard of it yet (jupyter-collaboration's save race); it covers
+        the page's buttons until answered. Whatever it did to the file, the soak's checks read it.
+        Without collaboration the dialog is left alone: there it would be a real conflict."""
+        dialog = self.page.locator(".jp-Dialog").filter(has_text="File Changed")
+        if not self.world.collaborative or not dialog.count():
+            return
+        try:
+            dialog.get_by_role("button", name="Overwrite", exact=True).click(timeout=OPEN_MS)
+            dialog.wait_for(state="detached", timeout=OPEN_MS)
+        except Exception as exc:  # Playwright's timeout: the dialog stayed
+            raise SoakError(f"JupyterLab's File Changed dialog did not take Overwrite: {exc}") from exc
+        self.conflicts += 1
+
     def save(self, saved: Callable[[], bool]) -> None:
         """File › Save (Ctrl+S), and wait until the file on disk is `saved`."""
         self.page.keyboard.press("Control+s")
         end = time.monotonic() + SAVE_MS / 1000
         while not saved():
+            self.answer_file_changed()
             if time.monotonic() > end:
                 raise SoakError("the page's save never reached the file")
             time.sleep(0.1)
@@ -141,6 +164,7 @@ def decide(pages: list[Page], holding: str, button: str, ended: Callable[[], boo
     end = time.monotonic() + OPEN_MS / 1000
     while True:
         for page in pages:
+            page.answer_file_changed()
             diff = page.page.locator(".jp-Notebook .jp-Cell").filter(has_text=holding).locator(".agentik-proposal")
             pressed = diff.get_by_role("button", name=button, exact=True)
             if pressed.count():

@@ -450,6 +450,8 @@ def run(
                 outcome.failed_step = outcome.failed_op = None
         except SoakError as exc:
             outcome.error = str(exc)
+        if browser is not None and browser.conflicts:
+            soak.done["file_changed_overwritten"] = browser.conflicts
         outcome.steps, outcome.done = soak.step, dict(soak.done)
         outcome.seconds = time.monotonic() - started
         return outcome
