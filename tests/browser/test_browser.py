@@ -588,21 +588,6 @@ def prompt(lab: Lab, index: int) -> str:
     return lab.text(lab.cell(index).locator(".jp-InputArea-prompt"))
 
 
-def run_first_cell(lab: Lab) -> None:
-    """Select the first cell and Shift+Enter it, again if the kernel was not connected yet
-    (JupyterLab then skips the cell silently: its prompt stays `[ ]`)."""
-    for attempt in range(3):
-        choose_the_kernel_if_asked(lab)
-        lab.cell(CELL_LOAD).locator(".jp-InputArea-prompt").click()  # select it, command mode
-        lab.page.keyboard.press("Shift+Enter")
-        try:
-            wait_until(lambda: "[ ]" not in prompt(lab, CELL_LOAD), 5, "the first cell to run")
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
-
-
 # ---------------------------------------------------------------- the flow
 
 
@@ -613,7 +598,7 @@ def test_1_cell_answer_streams(lab: Lab) -> None:
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=45_000)
     page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=30_000)
     shown = watch(lab, CELL_AGENT, ".jp-Cell-outputArea")  # every text it shows, however short-lived
-    run_first_cell(lab)
+    run_cell(lab, CELL_LOAD)
     for _ in range(CELL_PANEL):  # run the next three cells; the fifth stays for later
         page.keyboard.press("Shift+Enter")
     out = lab.output(CELL_AGENT)

@@ -41,12 +41,13 @@ from agentik_jupyter.testing import FakeLLMServer, Reply  # noqa: E402
 from agentik_jupyter.testing.processes import stop  # noqa: E402
 from tests.browser.test_browser import (  # noqa: F401  (skips this module, as that one, without chromium)
     CELL_AGENT,
+    CELL_LOAD,
     CELL_PANEL,
     WIDGET_ERROR,
     Lab,
     browser_lab,
     quiet_lab_settings,
-    run_first_cell,
+    run_cell,
     save_artifact,
     wait_until,
     watch,
@@ -261,7 +262,7 @@ def run_agent_cells(lab: Lab, answer: str, end: str) -> str:
     start = " ".join(answer.split()[:2])
     shown = watch(lab, CELL_AGENT, ".jp-Cell-outputArea")
     try:
-        run_first_cell(lab)
+        run_cell(lab, CELL_LOAD)
     except Exception:
         dialogs = lab.page.locator(".jp-Dialog")
         texts = [dialogs.nth(i).inner_text() for i in range(dialogs.count())]
