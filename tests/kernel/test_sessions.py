@@ -9,13 +9,14 @@ what the user sees, and what the file holds.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from agentik_jupyter.persistence import SessionDB, check_turn
-from agentik_jupyter.testing import FakeLLMServer, Reply
+from agentik_jupyter.testing import FakeLLMServer, RecordedRequest, Reply, Responder, echo_responder
 from tests.kernel_support import (
     AGENT_EXPR,
     STATE_CODE,
@@ -280,6 +281,23 @@ def _concurrent_turns(kernels: dict[str, RawKernel]) -> dict[str, list]:
     return {name: [kernels[name].collect(m, timeout=60) for m in ids] for name, ids in submitted.items()}
 
 
+def _first_questions_meet(names: tuple[str, ...]) -> Responder:
+    """The echo, once a question of every kernel has reached the model: each kernel's first turn
+    waits for the others' (at most 30 s), so the turns overlap however loaded the machine is (an
+    idle kernel could otherwise run all its turns before the other kernel's first one started)."""
+    arrived = {name: threading.Event() for name in names}
+
+    def respond(request: RecordedRequest) -> Reply:
+        name = (request.last_user_text().split() or [""])[0]
+        if name in arrived:
+            arrived[name].set()
+        for event in arrived.values():
+            event.wait(30)
+        return echo_responder(request)
+
+    return respond
+
+
 def _check_overlap(server: FakeLLMServer, names: tuple[str, ...]) -> None:
     """The turns really ran at the same time: the provider saw the kernels' requests interleaved."""
     first = [r.last_user_text().split()[0] for r in server.requests[:TURNS]]
@@ -308,7 +326,7 @@ def _questions(db_path: Path) -> list[str]:
 
 
 def test_two_notebooks_in_one_folder_write_at_the_same_time(tmp_path: Path) -> None:
-    with FakeLLMServer(chunk_delay=0.01) as server:
+    with FakeLLMServer(chunk_delay=0.01, responder=_first_questions_meet(("a", "b"))) as server:
         kernels: dict[str, RawKernel] = {}
         try:
             for name in ("a", "b"):
@@ -336,7 +354,7 @@ def test_two_notebooks_in_one_folder_write_at_the_same_time(tmp_path: Path) -> N
 def test_two_kernels_on_one_notebook_write_at_the_same_time(tmp_path: Path) -> None:
     notebook = tmp_path / "shared.ipynb"
     db_path = tmp_path / "shared.agentik.db"
-    with FakeLLMServer(chunk_delay=0.01) as server:
+    with FakeLLMServer(chunk_delay=0.01, responder=_first_questions_meet(("k1", "k2"))) as server:
         kernels: dict[str, RawKernel] = {}
         try:
             for name in ("k1", "k2"):
