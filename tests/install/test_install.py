@@ -132,7 +132,8 @@ def installed(work: Path, dists: dict[str, Path]) -> dict[str, Any]:
     env["PATH"] = no_node_path(work, target / "bin")
     python = target / "bin" / "python"
     run(
-        [str(python), "-m", "pip", "install", "-q", "jupyterlab", "notebook", f"{dists['wheel']}[mcp]"],
+        # (--no-compile: bytecode for every module of JupyterLab's tree is most of the install's CPU, and not what is tested)
+        [str(python), "-m", "pip", "install", "-q", "--no-compile", "jupyterlab", "notebook", f"{dists['wheel']}[mcp]"],
         timeout=PIP_TIMEOUT,
         env=env,
     )
