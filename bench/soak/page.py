@@ -29,7 +29,7 @@ class Browser:
         self._stack = contextlib.ExitStack()
         self._browser: Any = None
         self.conflicts = 0
-        """File Changed dialogs its pages answered (`Page.answer_file_changed`)."""
+        """File Changed dialogs its pages answered (`Page.answer_dialogs`)."""
 
     def __enter__(self) -> Browser:
         from playwright.sync_api import sync_playwright
@@ -65,7 +65,7 @@ class Page:
         self.page = context.new_page()
         self.world = world
         self.conflicts = 0
-        """JupyterLab's "File Changed" dialogs this page answered (`answer_file_changed`)."""
+        """JupyterLab's "File Changed" dialogs this page answered (`answer_dialogs`)."""
 
     def open(self) -> None:
         """Open (or reopen) the notebook where it is now, and wait until its kernel is idle."""
@@ -86,6 +86,7 @@ class Page:
         its editor, and a caret put at the end before then is not at the end (the text went in the
         middle of the cell)."""
         editor = self.page.locator(".jp-Notebook .jp-RawCell").locator(".cm-content")
+        self.answer_dialogs()
         editor.click()
         tail = holds.replace("\n", "")[-24:]  # (the editor's lines are elements: no newline in its text)
         try:
@@ -106,6 +107,7 @@ class Page:
 
     def select_last_cell(self) -> None:
         """Click the last cell: the agent's cells go below the active one, under everything."""
+        self.answer_dialogs()
         self.page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputPrompt").click()
         self.page.keyboard.press("Escape")
 
@@ -121,6 +123,19 @@ class Page:
 
     def cells_holding(self, text: str) -> int:
         return int(self.page.locator(".jp-Notebook .jp-Cell").filter(has_text=text).count())
+
+    def answer_dialogs(self) -> None:
+        """Answer the dialogs collaboration shows under load, as the user would: "taking some time
+        to load" with Continue waiting (it stays until answered, even once the document is there),
+        and "File Changed" (`answer_file_changed`)."""
+        loading = self.page.locator(".jp-Dialog").filter(has_text="taking some time to load")
+        if loading.count():
+            try:
+                loading.get_by_role("button", name="Continue waiting", exact=True).click(timeout=OPEN_MS)
+                loading.wait_for(state="detached", timeout=OPEN_MS)
+            except Exception as exc:  # Playwright's timeout: the dialog stayed
+                raise SoakError(f"the Loading dialog did not take Continue waiting: {exc}") from exc
+        self.answer_file_changed()
 
     def answer_file_changed(self) -> None:
         """Answer JupyterLab's "File Changed" dialog, if it shows, with Overwrite, as the user would
@@ -144,7 +159,7 @@ class Page:
         self.page.keyboard.press("Control+s")
         end = time.monotonic() + SAVE_MS / 1000
         while not saved():
-            self.answer_file_changed()
+            self.answer_dialogs()
             if time.monotonic() > end:
                 raise SoakError("the page's save never reached the file")
             time.sleep(0.1)
@@ -164,7 +179,7 @@ def decide(pages: list[Page], holding: str, button: str, ended: Callable[[], boo
     end = time.monotonic() + OPEN_MS / 1000
     while True:
         for page in pages:
-            page.answer_file_changed()
+            page.answer_dialogs()
             diff = page.page.locator(".jp-Notebook .jp-Cell").filter(has_text=holding).locator(".agentik-proposal")
             pressed = diff.get_by_role("button", name=button, exact=True)
             if pressed.count():

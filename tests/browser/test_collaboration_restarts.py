@@ -43,6 +43,16 @@ def users_text(root: Path) -> str:
     return source if isinstance(source, str) else "".join(source)
 
 
+def keep_waiting(page: Any) -> None:
+    """Answer jupyter-collaboration's "The document is taking some time to load" as a user would:
+    Continue waiting. It asks when a room loads slowly (a loaded machine, a restarted server's
+    YStore) and stays until answered, even once the document is there, over every click."""
+    dialog = page.locator(".jp-Dialog", has_text="taking some time to load")
+    if dialog.count():
+        dialog.get_by_role("button", name="Continue waiting").click(timeout=OPEN_MS)
+        dialog.wait_for(state="detached", timeout=OPEN_MS)
+
+
 @pytest.fixture
 def playwright() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
@@ -87,6 +97,7 @@ def test_a_page_after_server_restarts_shows_the_file_and_types_at_its_end(
                 # as a user does: type once the notebook's kernel is ready (its first save is done by then)
                 page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=OPEN_MS)
                 page.wait_for_selector(".jp-mod-current.jp-mod-dirty", state="detached", timeout=OPEN_MS)
+                keep_waiting(page)
                 editor.click()
                 page.keyboard.press("Control+End")
                 page.keyboard.type(word)

@@ -26,6 +26,7 @@ CHILD = """
 import ctypes, json, os, sys
 from agentik_jupyter.security import proc_hide
 from agentik_jupyter.security.proc_hide import hide_in_proc
+print("ready", flush=True)
 sys.stdin.readline()
 done = hide_in_proc(["LLM_API_KEY", "LLM_EXTRA_TOKEN"], [os.environ["LLM_API_KEY"], sys.argv[2]])
 dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)
@@ -42,6 +43,9 @@ def child() -> Iterator[subprocess.Popen[str]]:
     args = [sys.executable, "-c", CHILD, f"--AgentikJupyter.api_key={SECRET}", OTHER, "--port=8888"]
     proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        # Popen returns once exec closed the child's close-on-exec pipe, which Linux does before it
+        # sets up the new environment: /proc/<pid>/environ can read empty until the child runs
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         yield proc
     finally:
         proc.kill()
@@ -96,6 +100,7 @@ import importlib.util, os, sys
 spec = importlib.util.spec_from_file_location("proc_hide", sys.argv[1])
 module = sys.modules["proc_hide"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
+print("ready", flush=True)
 sys.stdin.readline()
 module.hide_in_proc(["LLM_API_KEY"], [os.environ["LLM_API_KEY"], sys.argv[2]])
 print("hidden", flush=True)
@@ -135,6 +140,7 @@ def test_another_process_of_the_same_user_can_no_longer_open_the_environment() -
     try:
         assert child.stdin is not None and child.stdout is not None
         environ, cmdline = f"/proc/{child.pid}/environ", f"/proc/{child.pid}/cmdline"
+        assert child.stdout.readline() == "ready\n"  # (the environment is set up: see `child`)
         assert _read_as_nobody(environ, SECRET) == "True"  # before: one file read away
         child.stdin.write("go\n")
         child.stdin.flush()
