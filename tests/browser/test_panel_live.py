@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_browser import Lab, browser_lab, lab_server, run_cell, write_code_cells
+from tests.browser.test_browser import Lab, browser_lab, lab_server, run_cell, wait_until, write_code_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -91,8 +91,10 @@ GEOMETRY = (
     "(el) => {"
     + SCROLLER
     + """
+  const outer = el.closest('.jp-WindowedPanel-outer');
+  if (!outer) return null;  // re-drawn away between the look-up and this call: look again
   const r = el.getBoundingClientRect(), b = (box || el).getBoundingClientRect();
-  const w = el.closest('.jp-WindowedPanel-outer').getBoundingClientRect();
+  const w = outer.getBoundingClientRect();
   return {top: r.top, bottom: r.bottom, boxTop: b.top, boxBottom: b.bottom, windowTop: w.top, windowBottom: w.bottom,
           inPanel: box !== null, scrollTop: box ? box.scrollTop : null,
           scrollHeight: box ? box.scrollHeight : null, clientHeight: box ? box.clientHeight : null};
@@ -162,7 +164,9 @@ def look_at_panel(lab: Lab) -> None:
 
 
 def geometry(locator: Any) -> dict[str, float]:
-    return dict(locator.evaluate(GEOMETRY))
+    """GEOMETRY of the element the locator finds now: a streaming answer re-draws its text, so the
+    element found can leave the page before it is measured (then it is found again)."""
+    return dict(wait_until(lambda: locator.evaluate(GEOMETRY), 10, "the element in the notebook to measure"))
 
 
 def in_view(locator: Any) -> Where:
