@@ -52,9 +52,9 @@ class LongSession:
         raise NotImplementedError
 
     def _overhead(self, context: AgentContext | None) -> int:
-        """Tokens of every request besides the messages: the system prompt and the tool schemas,
-        estimated as they go on the wire."""
-        tools = tuple(self.orchestrator.registry.get_all())
+        """Tokens of every request besides the messages: the system prompt and the schemas of the
+        tools the session's mode offers (those the request carries), estimated as they go on the wire."""
+        tools = tuple(self.orchestrator.offered())
         known = self._schema_tokens
         if known is not None and len(known[0]) == len(tools) and all(a is b for a, b in zip(known[0], tools)):
             schemas = known[1]  # the same tools (a changed tool is a new object)

@@ -57,6 +57,7 @@ class Run:
     kernel: NotebookKernel
     db_path: Path
     turns: list[int]  # index of each turn's first request
+    first_estimate: int  # the budget's estimate of the first turn's first request, told after it
 
 
 @pytest.fixture(scope="module", params=PROVIDERS)
@@ -70,6 +71,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             kernel.run("%load_ext agentik_jupyter")
             kernel.run("import pandas as pd\nsales = pd.DataFrame({'units': range(100)})")
             turns: list[int] = []
+            estimates: list[int] = []
             for i in range(4):
                 turns.append(len(server.requests))
                 server.push(
@@ -77,8 +79,9 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                     Reply.text(f"Answer {i}: sales has 100 rows. " + "More words. " * 40),
                 )
                 kernel.run(f"%%agent --wait\nQuestion {i} about sales?")
+                estimates.append(int(kernel.text(f"print({AGENT_EXPR}.session.last_estimate)").strip()))
                 kernel.run(f"extra_{i} = {i} * 2")  # an ordinary cell between turns
-            yield Run(provider, server, kernel, db_path, turns)
+            yield Run(provider, server, kernel, db_path, turns, estimates[0])
         finally:
             kernel.close()
 
@@ -148,6 +151,16 @@ def test_the_budgets_estimate_is_within_ten_percent_of_the_request_sent(run: Run
     last = run.server.requests[-1]
     sent, _ = prompt_of(last.body, last.api, "")  # the fake server bills ~4 characters a token, as sent
     assert abs(estimate - sent.tokens) <= 0.1 * sent.tokens, (estimate, sent.tokens)
+
+
+def test_the_first_turns_estimate_counts_the_tools_its_mode_offers(run: Run) -> None:
+    """Before any history the request is its system prompt and tool schemas: the estimate holds
+    only the tools the session's mode sends (Agent mode leaves Plan's out)."""
+    first = run.server.requests[0]
+    sent, _ = prompt_of(first.body, first.api, "")
+    offered = {t.get("name") or t["function"]["name"] for t in first.body["tools"]}
+    assert "propose_plan" not in offered
+    assert abs(run.first_estimate - sent.tokens) <= 0.1 * sent.tokens, (run.first_estimate, sent.tokens)
 
 
 def test_agent_usage_gives_totals_cache_share_and_money_and_survives_a_resume(run: Run) -> None:
