@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentik_jupyter.testing.chromium import CHROMIUM, CHROMIUM_ARGS
+from agentik_jupyter.testing.lab_dialogs import continue_waiting
 
 from .world import SoakError, World
 
@@ -126,15 +127,14 @@ class Page:
 
     def answer_dialogs(self) -> None:
         """Answer the dialogs collaboration shows under load, as the user would: "taking some time
-        to load" with Continue waiting (it stays until answered, even once the document is there),
-        and "File Changed" (`answer_file_changed`)."""
-        loading = self.page.locator(".jp-Dialog").filter(has_text="taking some time to load")
-        if loading.count():
-            try:
-                loading.get_by_role("button", name="Continue waiting", exact=True).click(timeout=OPEN_MS)
-                loading.wait_for(state="detached", timeout=OPEN_MS)
-            except Exception as exc:  # Playwright's timeout: the dialog stayed
-                raise SoakError(f"the Loading dialog did not take Continue waiting: {exc}") from exc
+        to load" with Continue waiting (`continue_waiting`), and "File Changed"
+        (`answer_file_changed`). One look for any dialog first: this runs in every poll."""
+        if not self.page.locator(".jp-Dialog").count():
+            return
+        try:
+            continue_waiting(self.page, OPEN_MS)
+        except Exception as exc:  # Playwright's timeout: the dialog stayed
+            raise SoakError(f"the Loading dialog did not take Continue waiting: {exc}") from exc
         self.answer_file_changed()
 
     def answer_file_changed(self) -> None:

@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 from playwright import sync_api  # noqa: E402
 
 from agentik_jupyter.testing.jupyter_server import jupyter  # noqa: E402
+from agentik_jupyter.testing.lab_dialogs import continue_waiting  # noqa: E402
 from tests.shared_servers import new_context  # noqa: E402
 
 NOTEBOOK = "restarts.ipynb"
@@ -41,16 +42,6 @@ def users_text(root: Path) -> str:
     except json.JSONDecodeError:
         return ""
     return source if isinstance(source, str) else "".join(source)
-
-
-def keep_waiting(page: Any) -> None:
-    """Answer jupyter-collaboration's "The document is taking some time to load" as a user would:
-    Continue waiting. It asks when a room loads slowly (a loaded machine, a restarted server's
-    YStore) and stays until answered, even once the document is there, over every click."""
-    dialog = page.locator(".jp-Dialog", has_text="taking some time to load")
-    if dialog.count():
-        dialog.get_by_role("button", name="Continue waiting").click(timeout=OPEN_MS)
-        dialog.wait_for(state="detached", timeout=OPEN_MS)
 
 
 @pytest.fixture
@@ -97,7 +88,7 @@ def test_a_page_after_server_restarts_shows_the_file_and_types_at_its_end(
                 # as a user does: type once the notebook's kernel is ready (its first save is done by then)
                 page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=OPEN_MS)
                 page.wait_for_selector(".jp-mod-current.jp-mod-dirty", state="detached", timeout=OPEN_MS)
-                keep_waiting(page)
+                continue_waiting(page, OPEN_MS)
                 editor.click()
                 page.keyboard.press("Control+End")
                 page.keyboard.type(word)
