@@ -488,7 +488,13 @@ class Session(TurnQueue, LongSession):
             elif outcome.reason == "interrupted":
                 await self.db.interrupt_turn(self.conversation_id, self._turn_id, turn)
             else:
-                await self.db.commit_turn(self.conversation_id, self._turn_id, turn)
+                committed = self.db.commit_turn_soon(self.conversation_id, self._turn_id, turn)
+                try:
+                    if spent:  # the usage's trip takes the commit queued before it
+                        spent = False
+                        await self._record_usage(outcome, model)
+                finally:
+                    await asyncio.shield(committed)
             if spent:
                 await self._record_usage(outcome, model)
             await self._audit.drain()

@@ -255,6 +255,13 @@ class AsyncSessionDB:
     async def commit_turn(self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]) -> None:
         return await self._call(self.db.commit_turn, conversation_id, turn_id, list(working))
 
+    def commit_turn_soon(
+        self, conversation_id: str, turn_id: str, working: Sequence[ChatMessage]
+    ) -> asyncio.Future[None]:
+        """`commit_turn`, queued as `append_soon` is: the turn's usage, recorded right after, goes in
+        the same trip, so the turn's end waits on the file once."""
+        return self.submit(self.db.commit_turn, conversation_id, turn_id, list(working), now=False)
+
     async def fail_turn(
         self, conversation_id: str, turn_id: str | None, message: str, code: str | None = None
     ) -> AuditRef:

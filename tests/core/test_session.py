@@ -250,3 +250,27 @@ async def test_the_asking_cell_is_named_in_the_turns_context(tmp_path: Path) -> 
     await session.start_turn("which cell?", cell_id="cell-42")
     assert transport.requests[0].context is not None and transport.requests[0].context.cell_id == "cell-42"
     await db.aclose()
+
+
+async def test_a_turns_commit_and_its_usage_go_to_the_file_in_one_trip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn's end waits on the sessions file once: its commit and its tokens share a trip."""
+    from agentik_jupyter.persistence import async_session
+
+    batches: list[list[str]] = []
+    real = async_session._run_all
+
+    def recorded(calls: list[async_session.Call]) -> list[tuple[bool, object]]:
+        batches.append([getattr(fn, "__name__", "?") for fn, _, _ in calls])
+        return real(calls)
+
+    monkeypatch.setattr(async_session, "_run_all", recorded)
+    path = tmp_path / "nb.agentik.db"
+    session, _, db = await open_session(path, [Step.say("One."), Step.say("Two.")])
+    for question in ("first?", "second?"):
+        assert (await session.send(question, AgentContext(notebook_path="/x/nb.ipynb"))).reason == "complete"
+    ends = [batch for batch in batches if "commit_turn" in batch]
+    assert len(ends) == 2 and all("record_usage" in batch for batch in ends), batches
+    assert [u.output_tokens for u in await db.turn_usages(session.conversation_id)] == [1, 1]
+    await db.aclose()
