@@ -71,7 +71,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             kernel.run("%load_ext agentik_jupyter")
             kernel.run("import pandas as pd\nsales = pd.DataFrame({'units': range(100)})")
             turns: list[int] = []
-            estimates: list[int] = []
+            first_estimate = 0
             for i in range(4):
                 turns.append(len(server.requests))
                 server.push(
@@ -79,9 +79,10 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                     Reply.text(f"Answer {i}: sales has 100 rows. " + "More words. " * 40),
                 )
                 kernel.run(f"%%agent --wait\nQuestion {i} about sales?")
-                estimates.append(int(kernel.text(f"print({AGENT_EXPR}.session.last_estimate)").strip()))
+                if i == 0:
+                    first_estimate = int(kernel.text(f"print({AGENT_EXPR}.session.last_estimate)").strip())
                 kernel.run(f"extra_{i} = {i} * 2")  # an ordinary cell between turns
-            yield Run(provider, server, kernel, db_path, turns, estimates[0])
+            yield Run(provider, server, kernel, db_path, turns, first_estimate)
         finally:
             kernel.close()
 
