@@ -24,6 +24,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agentik_jupyter.notebook.requests import frontend
+
 HELLO_TARGET = "agentik.frontend"
 REPLY_TARGET = "agentik.frontend.reply"
 PROTOCOL = 1
@@ -72,6 +74,7 @@ def _on_reply(comm: Any, msg: dict[str, Any]) -> None:
         for feature in ("live_text", "rewind", "panel"):
             if data.get(feature) == 1:
                 _features[feature] = 1
+        frontend.page_seen()  # (only our extension answers the hello)
     comm.close()
 
 

@@ -8,7 +8,10 @@ console, a second browser) closes a comm whose target it does not know, and a cl
 not hide the extension's answer.
 A proposal is answered twice: `shown` at once (the diff is on the cell), then `result`
 when the user decides. No `shown`/`result` within REPLY_TIMEOUT_S means no extension
-(VS Code, nbclient, a console), and the callers fall back to the saved file.
+(VS Code, nbclient, a console), and the callers fall back to the saved file. Once a page with the
+extension has spoken to this kernel (it asked over `agentik.control` when it connected, answered
+the hello or a request), a page is waited for up to PAGE_WAIT_S instead: on a loaded machine a
+page can take seconds to answer, and a fallback then puts the agent's cell where no page shows it.
 
 One answer per request, whatever the number of pages (two tabs, collaborators): every page
 with the extension sees the comm. The request names the page that asked (`page`: the client
@@ -35,6 +38,7 @@ REQUEST_TARGET = "agentik.notebook"
 REPLY_TARGET = "agentik.notebook.reply"
 REPLY_TIMEOUT_S = 3.0  # the extension answers in milliseconds; this only bounds a frontend without it
 CLOSED_GRACE_S = 1.0  # a client without the extension closed our comm: wait this long for the answer
+PAGE_WAIT_S = 15.0  # a page with the extension spoke here: its answer may be seconds late on a loaded machine
 NO_FRONTEND_MEMORY_S = 60.0  # after no answer, go straight to the fallback for this long
 FALLBACK_S = 3.0  # the named page is silent this long while others stood by: name one of them
 FOCUS_WAIT_S = 0.25  # no page named: how long an unfocused page's standby waits for a focused one's
@@ -128,6 +132,7 @@ class FrontendNotebook:
         self._pending: dict[str, _Pending] = {}
         self._registered = False
         self._missing_until = 0.0
+        self._page_spoke = False
 
     @property
     def known_missing(self) -> bool:
@@ -135,8 +140,15 @@ class FrontendNotebook:
 
     def page_seen(self) -> None:
         """A page with our extension spoke (it opened the notebook again): ask pages again at once,
-        not only once the memory of an earlier silence runs out."""
+        not only once the memory of an earlier silence runs out, and wait for them as for a page."""
         self._missing_until = 0.0
+        self._page_spoke = True
+
+    def _patience(self) -> float:
+        """How long a page gets to answer: PAGE_WAIT_S once one spoke here (if it has gone since, one
+        request waits that long, and the next minute's go to the fallback at once); else the short
+        REPLY_TIMEOUT_S, or a frontend without the extension (VS Code, nbclient) would wait on each."""
+        return PAGE_WAIT_S if self._page_spoke else REPLY_TIMEOUT_S
 
     async def ask(
         self,
@@ -184,7 +196,7 @@ class FrontendNotebook:
     async def _first(self, request: _Request) -> dict[str, Any]:
         """The first complete answer (`shown` or `result`) from whichever page was named last."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + REPLY_TIMEOUT_S
+        deadline = loop.time() + self._patience()
         while True:
             timeout = deadline - loop.time()
             if request.named[-1] is None and request.standby:
@@ -202,7 +214,8 @@ class FrontendNotebook:
                     self._missing_until = time.monotonic() + NO_FRONTEND_MEMORY_S
                     raise NoFrontend("the notebook extension did not answer")
                 request.send(page)  # the named page is silent (or none was named): ask one that stood by
-                deadline = loop.time() + FALLBACK_S
+                # it answered a moment ago: when no other page stood by, it gets a page's patience
+                deadline = loop.time() + (FALLBACK_S if request.next_page() is not None else PAGE_WAIT_S)
                 continue
             if reply is CLOSED:
                 self._missing_until = time.monotonic() + NO_FRONTEND_MEMORY_S
@@ -240,6 +253,7 @@ class FrontendNotebook:
 
     def _on_reply(self, comm: Any, msg: dict[str, Any]) -> None:
         data = msg.get("content", {}).get("data") or {}
+        self._page_spoke = True
         pending = self._pending.get(str(data.get("request_id")))
         if pending is not None:
             pending.put(dict(data))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agentik_jupyter.notebook.requests import FALLBACK_S, REPLY_TARGET, REQUEST_TARGET
+from agentik_jupyter.notebook.requests import FALLBACK_S, REPLY_TARGET, REPLY_TIMEOUT_S, REQUEST_TARGET
 from tests.kernel.test_session_control import ask
 from tests.kernel_support import RawKernel, kernel_env
 
@@ -171,3 +171,22 @@ def test_a_page_that_opens_the_notebook_again_is_asked_at_once(kernel: RawKernel
     assert kernel.value("frontend.known_missing") is True
     assert ask(kernel, {"action": "live_cells"}) is not None  # what a page asks on connecting
     assert kernel.value("frontend.known_missing") is False
+
+
+def test_once_a_page_spoke_its_answer_seconds_late_still_counts(kernel: RawKernel) -> None:
+    """On a loaded machine a page's extension can take seconds to answer. Once a page has spoken to
+    this kernel (it asks on the control comm when it connects), a request waits for it as for a
+    page, not the few seconds that bound a frontend without the extension: the proposed cell goes
+    to the page, not to a payload no page shows."""
+    assert kernel.execute("%load_ext agentik_jupyter").ok
+    assert ask(kernel, {"action": "live_cells"}) is not None  # a page connected
+    assert kernel.execute(START_INSERT_NO_PAGE).ok
+    first = nth_request(kernel, 0)
+    kernel.drain(REPLY_TIMEOUT_S + 1.0)  # the page is busy: its standby comes late
+    page_says(kernel, "page-a", first, phase="standby", focused=True)
+    second = nth_request(kernel, 1)
+    assert second["data"]["page"] == "page-a"
+    kernel.drain(FALLBACK_S + 1.0)  # and its answer too
+    page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
+    text = turn_text(kernel)
+    assert text.startswith("Inserted a new code cell"), text
