@@ -10,8 +10,10 @@ A proposal is answered twice: `shown` at once (the diff is on the cell), then `r
 when the user decides. No `shown`/`result` within REPLY_TIMEOUT_S means no extension
 (VS Code, nbclient, a console), and the callers fall back to the saved file. Once a page with the
 extension has spoken to this kernel (it asked over `agentik.control` when it connected, answered
-the hello or a request), a page is waited for up to PAGE_WAIT_S instead: on a loaded machine a
-page can take seconds to answer, and a fallback then puts the agent's cell where no page shows it.
+the hello or a request), a page is waited for up to PAGE_WAIT_S instead, also when it speaks while
+a request waits (it connected just then) and when a console closes the request meanwhile: on a
+loaded machine a page can take seconds to answer, and a fallback then puts the agent's cell where
+no page shows it.
 
 One answer per request, whatever the number of pages (two tabs, collaborators): every page
 with the extension sees the comm. The request names the page that asked (`page`: the client
@@ -196,9 +198,10 @@ class FrontendNotebook:
     async def _first(self, request: _Request) -> dict[str, Any]:
         """The first complete answer (`shown` or `result`) from whichever page was named last."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._patience()
+        started = loop.time()
+        deadline: float | None = None  # None: the patience from the start (a page may speak meanwhile)
         while True:
-            timeout = deadline - loop.time()
+            timeout = (started + self._patience() if deadline is None else deadline) - loop.time()
             if request.named[-1] is None and request.standby:
                 # no page named: a focused page's standby is taken at once, another's after a short wait
                 if any(request.standby.values()):
@@ -206,6 +209,11 @@ class FrontendNotebook:
                 else:
                     timeout = min(timeout, FOCUS_WAIT_S)
             reply = await self._next(request.pending, max(timeout, 0.0))
+            waiting = deadline is None and not request.standby
+            if reply is None and waiting and loop.time() < started + self._patience():
+                continue  # a page spoke while this waited: it gets a page's patience
+            if reply is CLOSED and not request.standby and self._page_spoke:
+                continue  # a console closed it; the page that spoke here may still answer
             if reply is None or (reply is CLOSED and request.standby):
                 if reply is CLOSED:
                     continue  # a client without the extension closed the comm; the pages that stood by remain
@@ -226,7 +234,8 @@ class FrontendNotebook:
                 if isinstance(page, str) and page:
                     request.standby.setdefault(page, bool(reply.get("focused")))
                     if request.named[-1] is not None:
-                        deadline = min(deadline, loop.time() + FALLBACK_S)
+                        ceiling = started + self._patience() if deadline is None else deadline
+                        deadline = min(ceiling, loop.time() + FALLBACK_S)
                 continue
             if phase in ("shown", "result"):
                 return reply

@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from agentik_jupyter.notebook.requests import FALLBACK_S, REPLY_TARGET, REPLY_TIMEOUT_S, REQUEST_TARGET
+from agentik_jupyter.notebook.requests import (
+    CLOSED_GRACE_S,
+    FALLBACK_S,
+    REPLY_TARGET,
+    REPLY_TIMEOUT_S,
+    REQUEST_TARGET,
+)
 from tests.kernel.test_session_control import ask
 from tests.kernel_support import RawKernel, kernel_env
 
@@ -187,6 +193,41 @@ def test_once_a_page_spoke_its_answer_seconds_late_still_counts(kernel: RawKerne
     second = nth_request(kernel, 1)
     assert second["data"]["page"] == "page-a"
     kernel.drain(FALLBACK_S + 1.0)  # and its answer too
+    page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
+    text = turn_text(kernel)
+    assert text.startswith("Inserted a new code cell"), text
+
+
+def test_a_page_that_connects_while_a_request_waits_gets_a_pages_patience(kernel: RawKernel) -> None:
+    """The page opened just before the turn: its control request on connecting reaches the kernel
+    after the notebook request went out, and on a loaded machine its standby comes seconds later.
+    The request waits for it as for a page from the moment the page spoke."""
+    assert kernel.execute("%load_ext agentik_jupyter").ok
+    assert kernel.execute(START_INSERT_NO_PAGE).ok
+    first = nth_request(kernel, 0)
+    kernel.drain(1.0)
+    assert ask(kernel, {"action": "live_cells"}) is not None  # the page connects now
+    kernel.drain(REPLY_TIMEOUT_S)  # and stands by late
+    page_says(kernel, "page-a", first, phase="standby", focused=True)
+    second = nth_request(kernel, 1)
+    assert second["data"]["page"] == "page-a"
+    page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
+    text = turn_text(kernel)
+    assert text.startswith("Inserted a new code cell"), text
+
+
+def test_a_console_closing_the_request_does_not_end_the_wait_for_a_page(kernel: RawKernel) -> None:
+    """A console on the notebook's kernel has no `agentik.notebook` target and closes the request's
+    comm at once; a page with the extension that spoke here may still answer, late on a loaded machine."""
+    assert kernel.execute("%load_ext agentik_jupyter").ok
+    assert ask(kernel, {"action": "live_cells"}) is not None  # a page connected
+    assert kernel.execute(START_INSERT_NO_PAGE).ok
+    first = nth_request(kernel, 0)
+    kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_close", {"comm_id": first["comm_id"], "data": {}}))
+    kernel.drain(CLOSED_GRACE_S + 1.5)
+    page_says(kernel, "page-a", first, phase="standby", focused=True)
+    second = nth_request(kernel, 1)
+    assert second["data"]["page"] == "page-a"
     page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
     text = turn_text(kernel)
     assert text.startswith("Inserted a new code cell"), text
