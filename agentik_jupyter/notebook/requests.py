@@ -140,6 +140,11 @@ class FrontendNotebook:
     def known_missing(self) -> bool:
         return time.monotonic() < self._missing_until
 
+    @property
+    def page_spoke(self) -> bool:
+        """A page with our extension has spoken to this kernel (its requests then wait PAGE_WAIT_S)."""
+        return self._page_spoke
+
     def page_seen(self) -> None:
         """A page with our extension spoke (it opened the notebook again): ask pages again at once,
         not only once the memory of an earlier silence runs out, and wait for them as for a page."""

@@ -52,6 +52,7 @@ class Browser:
         page = Page(context, world)
         try:
             page.open()
+            world.wait_for_page(OPEN_MS / 1000)  # (steps open a page before a turn: the shell is free)
             yield page
         finally:
             self.conflicts += page.conflicts

@@ -24,6 +24,7 @@ from agentik_jupyter.testing.jupyter_server import RunningServer, jupyter
 START_S = 120.0
 CELL_S = 180.0
 UNREADABLE_TRIES = 6
+PAGE_SPOKE = "__import__('agentik_jupyter.notebook.requests', fromlist=['frontend']).frontend.page_spoke"
 """Reads of a notebook found empty mid-save before the soak says it is unreadable."""
 CHUNK_DELAY_S = 0.002
 """Seconds between the demo's chunks: its long essay streams for a few seconds, long enough to act mid-turn."""
@@ -234,6 +235,21 @@ class World:
         if content.get("status") != "ok":
             raise SoakError(f"cell failed: {code[:60]!r}: {content.get('ename')}: {content.get('evalue')}")
         return content
+
+    def wait_for_page(self, timeout: float) -> None:
+        """Until a page with our extension has spoken to the kernel (it asks when it connects). A
+        page just opened on a loaded machine can take seconds to, and a turn this client starts before
+        it has gives the page the short wait of a frontend without the extension."""
+        assert self.kc is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            msg_id = self.kc.execute("", silent=True, user_expressions={"spoke": PAGE_SPOKE}, allow_stdin=False)
+            found = self.wait(msg_id).get("user_expressions", {}).get("spoke", {})
+            if found.get("data", {}).get("text/plain") == "True":
+                return
+            if time.monotonic() > deadline:
+                raise SoakError(f"the page's extension did not speak to the kernel within {timeout:.0f} s: {found}")
+            time.sleep(0.2)
 
     def restart_kernel(self) -> None:
         """Restart the kernel as Kernel › Restart does; its cells cut off, the extension loaded again."""
