@@ -13,7 +13,6 @@ tests/artifacts/one_look_<app>_*.png.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,6 +183,16 @@ def menu_item(lab: Lab, label: str) -> Any:
     return lab.page.locator(f'.lm-Menu-item:has(.lm-Menu-itemLabel:text-is("{label}"))').first
 
 
+DARK_LAYOUT = """() => {
+  const probe = document.createElement('div');
+  probe.style.background = 'var(--jp-layout-color0)';
+  document.body.appendChild(probe);
+  const rgb = getComputedStyle(probe).backgroundColor.match(/[0-9.]+/g).slice(0, 3).map(Number);
+  probe.remove();
+  return rgb[0] + rgb[1] + rgb[2] < 3 * 96;
+}"""
+
+
 def dark_theme(lab: Lab) -> None:
     """Settings > Theme > JupyterLab Dark, as a user picks it (both apps have the menu)."""
     page = lab.page
@@ -191,7 +200,7 @@ def dark_theme(lab: Lab) -> None:
     menu_item(lab, "Theme").hover()
     menu_item(lab, "JupyterLab Dark").click()
     lab.wait(lambda: page.evaluate("document.body.dataset.jpThemeLight") == "false", 30, "the dark theme")
-    time.sleep(1.0)  # (the theme's stylesheet applies)
+    lab.wait(lambda: page.evaluate(DARK_LAYOUT), 30, "the dark theme's stylesheet to apply")
 
 
 def test_3_the_dark_theme_has_no_light_colours_on_a_turn(lab: Lab) -> None:

@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 import venv
 import zipfile
 from collections.abc import Iterator
@@ -317,8 +316,8 @@ def test_4_notebook7_streams_stops_and_approves(lab: Lab) -> None:
     lab.console.clear()
     page.goto(f"{lab.server.url}/tree?token={lab.server.token}", timeout=30_000)  # Notebook 7's file list
     page.get_by_text(NB7_NOTEBOOK).wait_for(timeout=60_000)
-    time.sleep(1.0)  # the extension's plugins activate after the list shows
-    assert not agentik_console_errors(lab), lab.console
+    # the extension's plugins activate with the list; what they start may fail a moment later
+    lab.stays(lambda: not agentik_console_errors(lab), 1.0, f"a page without errors of ours: {lab.console}")
     page.goto(f"{lab.server.url}/notebooks/{NB7_NOTEBOOK}?token={lab.server.token}", timeout=30_000)
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
     # the kernel is there before the first Shift+Enter (one pressed before it makes Notebook 7 ask
@@ -344,8 +343,7 @@ def test_4_notebook7_streams_stops_and_approves(lab: Lab) -> None:
     stop.click()
     lab.wait(lambda: "Stopped" in lab.text(panel.locator(".agentik-status")), 30, "the status to say Stopped")
     before = len(lab.text(panel))
-    time.sleep(1.0)
-    assert len(lab.text(panel)) == before and "END-LONG" not in lab.text(panel)
+    lab.stays(lambda: len(lab.text(panel)) == before and "END-LONG" not in lab.text(panel), 1.0, "the stopped answer")
     lab.shot("install_notebook7_stopped.png", at=panel)
 
     lab.wait(lambda: stop.is_disabled(), 60, "the panel to be idle after Stop")
