@@ -141,7 +141,7 @@ class ChatPanel:
         self.send_button = Button(
             description="Send", icon="paper-plane", _dom_classes=ACCEPT_CLASSES, style=button_style("accept")
         )
-        self.send_button.on_click(main_thread_callback(lambda _: self.send()))
+        self.send_button.on_click(main_thread_callback(lambda _: self._on_send_click()))
         self.stop_button = Button(
             description="Stop", icon="stop", disabled=not session.busy, _dom_classes=PLAIN_CLASSES
         )
@@ -253,6 +253,15 @@ class ChatPanel:
         what the user typed, not a stale prefix.
         """
         if content.get("event") == "submit":
+            self._submit_due = True
+            self._settle_submit()
+
+    def _on_send_click(self) -> None:
+        """Send: at once when the box holds the question. An empty box may mean the click overtook
+        it (as Enter's submit can, below): then send once the box has settled, as Enter does."""
+        if self.input.value.strip():
+            self.send()
+        else:
             self._submit_due = True
             self._settle_submit()
 

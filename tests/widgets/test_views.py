@@ -235,6 +235,28 @@ async def test_panel_renders_history_sends_with_enter_and_streams() -> None:
     assert panel._repr_mimebundle_()["text/plain"] == "Agent chat panel"
 
 
+async def test_a_send_click_that_overtakes_the_question_still_sends_it() -> None:
+    """The frontend holds a widget's value update while an earlier one is in flight but sends a
+    click at once: on a loaded machine Send's click reaches the kernel before the question. A click
+    on an empty box waits for it as Enter does, instead of doing nothing; one on a full box sends."""
+    s = session([Step.say("first answer"), Step.say("second answer")])
+    panel = ChatPanel(s)
+    panel.send_button.click()
+    await asyncio.sleep(0.1)
+    panel.input.value = "the question"  # the box's update, after the click
+    await asyncio.sleep(0.7)
+    assert panel.last_task is not None and panel.input.value == ""
+    first = panel.last_task
+    await first
+    assert s.chat_store.messages[-2].content == "the question"
+    panel.input.value = "the next one"
+    panel.send_button.click()
+    await asyncio.sleep(0.05)  # (well under the settle)
+    assert panel.input.value == "" and panel.last_task is not None and panel.last_task is not first
+    await panel.last_task
+    assert s.chat_store.messages[-2].content == "the next one"
+
+
 async def test_panel_send_while_busy_queues_and_stop_works() -> None:
     s = session([Step.say("x " * 300, chunk_size=2, delay=0.01), Step.say("second answer")])
     panel = ChatPanel(s)
