@@ -45,6 +45,17 @@ PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEh
 SETTLE = 2.0  # seconds for any fetch a payload could start (autoplay, lazy images, CSS)
 
 
+def no_fetch_for(listener: Listener, seconds: float, what: str) -> None:
+    """No request reaches the listener for `seconds` (any fetch a payload starts comes within them);
+    fails at the first one."""
+    deadline = time.monotonic() + seconds
+    while True:
+        assert listener.paths == [], f"{what} made the browser fetch {listener.paths}"
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
 def payloads(base: str) -> list[str]:
     """Each names its own path on the listener, so a request tells which one leaked."""
     return [
@@ -200,8 +211,7 @@ def test_saved_transcript_loads_nothing_and_shows_raw_html_as_text(lab_page: tup
     for card in transcript.locator("details.agentik-tool > summary").all():
         card.click()  # open the previews: their HTML is rendered now
     transcript.locator(".agentik-preview").wait_for(state="visible", timeout=5_000)
-    time.sleep(SETTLE)
-    assert listener.paths == [], f"the transcript made the browser fetch {listener.paths}"
+    no_fetch_for(listener, SETTLE, "the transcript")
 
     answer = transcript.locator(".agentik-assistant")
     text = answer.inner_text()
@@ -233,8 +243,7 @@ def test_a_long_answer_is_drawn_from_the_saved_html_and_loads_nothing(lab_page: 
     page, server, listener = lab_page
     transcript, answer = open_long_answer(page, server, LONG_NOTEBOOK)
     assert f'<video poster="{listener.base}/poster"' in answer.inner_text()  # the model's raw HTML, as text
-    time.sleep(SETTLE)
-    assert listener.paths == [], f"the long answer made the browser fetch {listener.paths}"
+    no_fetch_for(listener, SETTLE, "the long answer")
     assert transcript.locator(URL_ATTRIBUTES).count() == 0 and answer.locator(MEDIA).count() == 0
 
 
@@ -242,7 +251,6 @@ def test_a_long_answer_is_drawn_from_the_saved_html_and_loads_nothing(lab_page: 
 def test_a_tampered_long_answer_html_is_allow_listed(lab_page: tuple[Any, Any, Listener]) -> None:
     page, server, listener = lab_page
     transcript, answer = open_long_answer(page, server, TAMPERED_NOTEBOOK)
-    time.sleep(SETTLE)
-    assert listener.paths == [], f"the tampered HTML made the browser fetch {listener.paths}"
+    no_fetch_for(listener, SETTLE, "the tampered HTML")
     assert transcript.locator(URL_ATTRIBUTES).count() == 0 and answer.locator(MEDIA).count() == 0
     assert answer.locator("a", has_text=f"{listener.base}/img").count() == 1  # an image became a link
