@@ -24,8 +24,9 @@ from agentik_jupyter.testing.jupyter_server import RunningServer, jupyter
 START_S = 120.0
 CELL_S = 180.0
 UNREADABLE_TRIES = 6
-PAGE_SPOKE = "__import__('agentik_jupyter.notebook.requests', fromlist=['frontend']).frontend.page_spoke"
 """Reads of a notebook found empty mid-save before the soak says it is unreadable."""
+PAGE_SPOKE = "__import__('agentik_jupyter.notebook.requests', fromlist=['frontend']).frontend.page_spoke"
+"""Whether a page with our extension has spoken to the kernel, as a user expression."""
 CHUNK_DELAY_S = 0.002
 """Seconds between the demo's chunks: its long essay streams for a few seconds, long enough to act mid-turn."""
 
