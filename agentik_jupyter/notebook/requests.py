@@ -205,8 +205,12 @@ class FrontendNotebook:
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline: float | None = None  # None: the patience from the start (a page may speak meanwhile)
+
+        def end() -> float:
+            return started + self._patience() if deadline is None else deadline
+
         while True:
-            timeout = (started + self._patience() if deadline is None else deadline) - loop.time()
+            timeout = end() - loop.time()
             if request.named[-1] is None and request.standby:
                 # no page named: a focused page's standby is taken at once, another's after a short wait
                 if any(request.standby.values()):
@@ -214,8 +218,7 @@ class FrontendNotebook:
                 else:
                     timeout = min(timeout, FOCUS_WAIT_S)
             reply = await self._next(request.pending, max(timeout, 0.0))
-            waiting = deadline is None and not request.standby
-            if reply is None and waiting and loop.time() < started + self._patience():
+            if reply is None and deadline is None and not request.standby and loop.time() < end():
                 continue  # a page spoke while this waited: it gets a page's patience
             if reply is CLOSED and not request.standby and self._page_spoke:
                 continue  # a console closed it; the page that spoke here may still answer
@@ -239,8 +242,7 @@ class FrontendNotebook:
                 if isinstance(page, str) and page:
                     request.standby.setdefault(page, bool(reply.get("focused")))
                     if request.named[-1] is not None:
-                        ceiling = started + self._patience() if deadline is None else deadline
-                        deadline = min(ceiling, loop.time() + FALLBACK_S)
+                        deadline = min(end(), loop.time() + FALLBACK_S)
                 continue
             if phase in ("shown", "result"):
                 return reply

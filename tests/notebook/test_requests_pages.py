@@ -100,6 +100,21 @@ def turn_text(k: RawKernel, timeout: float = 20.0) -> str:
     return str(k.value("getattr(task.result(), 'text', task.result())"))
 
 
+def named_after_standby(k: RawKernel, page: str, first: dict[str, Any]) -> dict[str, Any]:
+    """`page` stands by (focused) for the request `first`; the kernel asks again, naming it."""
+    page_says(k, page, first, phase="standby", focused=True)
+    second = nth_request(k, 1)
+    assert second["data"]["page"] == page
+    return second
+
+
+def inserts(k: RawKernel, page: str, request: dict[str, Any]) -> None:
+    """`page` answers the insert `request` with its new cell: the turn's tool says it inserted one."""
+    page_says(k, page, request, phase="result", status="ok", cell_id="new-1")
+    text = turn_text(k)
+    assert text.startswith("Inserted a new code cell"), text
+
+
 def test_the_page_that_asked_is_named_and_a_second_page_answering_changes_nothing(kernel: RawKernel) -> None:
     asking = kernel.kc.session.session
     assert kernel.execute(START_EDIT).ok
@@ -140,9 +155,7 @@ def test_a_request_naming_no_page_goes_to_one_page_a_focused_one_first(kernel: R
     page_says(kernel, "page-b", first, phase="standby", focused=True)
     second = nth_request(kernel, 1)
     assert second["data"]["page"] == "page-b"
-    page_says(kernel, "page-b", second, phase="result", status="ok", cell_id="new-1")
-    text = turn_text(kernel)
-    assert text.startswith("Inserted a new code cell"), text
+    inserts(kernel, "page-b", second)
     kernel.drain(0.5)
     assert len(requests(kernel)) == 2  # nobody else was asked to insert it
 
@@ -189,13 +202,9 @@ def test_once_a_page_spoke_its_answer_seconds_late_still_counts(kernel: RawKerne
     assert kernel.execute(START_INSERT_NO_PAGE).ok
     first = nth_request(kernel, 0)
     kernel.drain(REPLY_TIMEOUT_S + 1.0)  # the page is busy: its standby comes late
-    page_says(kernel, "page-a", first, phase="standby", focused=True)
-    second = nth_request(kernel, 1)
-    assert second["data"]["page"] == "page-a"
+    second = named_after_standby(kernel, "page-a", first)
     kernel.drain(FALLBACK_S + 1.0)  # and its answer too
-    page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
-    text = turn_text(kernel)
-    assert text.startswith("Inserted a new code cell"), text
+    inserts(kernel, "page-a", second)
 
 
 def test_a_page_that_connects_while_a_request_waits_gets_a_pages_patience(kernel: RawKernel) -> None:
@@ -208,12 +217,8 @@ def test_a_page_that_connects_while_a_request_waits_gets_a_pages_patience(kernel
     kernel.drain(1.0)
     assert ask(kernel, {"action": "live_cells"}) is not None  # the page connects now
     kernel.drain(REPLY_TIMEOUT_S)  # and stands by late
-    page_says(kernel, "page-a", first, phase="standby", focused=True)
-    second = nth_request(kernel, 1)
-    assert second["data"]["page"] == "page-a"
-    page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
-    text = turn_text(kernel)
-    assert text.startswith("Inserted a new code cell"), text
+    second = named_after_standby(kernel, "page-a", first)
+    inserts(kernel, "page-a", second)
 
 
 def test_a_console_closing_the_request_does_not_end_the_wait_for_a_page(kernel: RawKernel) -> None:
@@ -225,9 +230,5 @@ def test_a_console_closing_the_request_does_not_end_the_wait_for_a_page(kernel: 
     first = nth_request(kernel, 0)
     kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_close", {"comm_id": first["comm_id"], "data": {}}))
     kernel.drain(CLOSED_GRACE_S + 1.5)
-    page_says(kernel, "page-a", first, phase="standby", focused=True)
-    second = nth_request(kernel, 1)
-    assert second["data"]["page"] == "page-a"
-    page_says(kernel, "page-a", second, phase="result", status="ok", cell_id="new-1")
-    text = turn_text(kernel)
-    assert text.startswith("Inserted a new code cell"), text
+    second = named_after_standby(kernel, "page-a", first)
+    inserts(kernel, "page-a", second)
