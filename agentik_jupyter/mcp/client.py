@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -104,6 +105,7 @@ class MCPManager:
         self._file_servers: set[str] = set()
         self.publisher = ToolPublisher(registry)
         self._log_dir = Path(log_dir) if log_dir is not None else None
+        self._made_log_dir: Path | None = None
         self._connections: dict[str, ServerConnection] = {}
         self._failed_config: dict[str, tuple[str, str]] = {}
         self._restarts: dict[str, int] = {}
@@ -267,7 +269,7 @@ class MCPManager:
 
     def _log_path(self, name: str) -> Path:
         if self._log_dir is None:
-            self._log_dir = Path(tempfile.mkdtemp(prefix="agentik-mcp-"))
+            self._log_dir = self._made_log_dir = Path(tempfile.mkdtemp(prefix="agentik-mcp-"))
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return self._log_dir / f"{safe}.stderr.log"
 
@@ -340,6 +342,14 @@ class MCPManager:
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
         for name in self.publisher.servers():
             self._unregister(name)
+        self._remove_made_log_dir()
+
+    def _remove_made_log_dir(self) -> None:
+        """The stderr logs' folder this manager made goes with its servers (a folder given to it
+        stays): every kernel with a stdio server used to leave one in the temp folder. A server
+        started again writes its log there anew (`ServerConnection._open_errlog` makes the folder)."""
+        if self._made_log_dir is not None:
+            shutil.rmtree(self._made_log_dir, ignore_errors=True)
 
     def close(self) -> None:
         """Sync shutdown for atexit or IPython's shutdown hook.
@@ -358,6 +368,7 @@ class MCPManager:
             kill_groups(groups)
         loop = self._loop
         if loop is None or loop.is_closed() or not any(c.running for c in self._connections.values()):
+            self._remove_made_log_dir()
             return
         try:
             if loop.is_running():

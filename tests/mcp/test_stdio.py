@@ -149,3 +149,40 @@ async def test_close_stops_every_server_process(manager: MCPManager) -> None:
     assert [c for c in child_commands() if DEMO in c or "sys.stdin.read" in c] == []
     assert len(manager.registry) == 0
     assert {s.state for s in manager.statuses() if s.name in ("demo", "victim")} == {"stopped"}
+
+
+async def test_the_log_folder_the_manager_made_goes_when_it_closes_and_comes_back_on_a_restart() -> None:
+    config = parse_config({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}, environ={})
+    manager = MCPManager(ToolRegistry(), config=config)  # no log folder given: the kernel's way
+    await asyncio.wait_for(manager.start(), 30)
+    log_path = manager.status("demo").log_path
+    assert log_path is not None
+    folder = Path(log_path).parent
+    assert folder.name.startswith("agentik-mcp-") and folder.is_dir()
+    await asyncio.wait_for(manager.aclose(), 20)
+    assert not folder.exists(), "the temp folder outlives its manager"
+    await asyncio.wait_for(manager.start(), 30)  # started again, its log is written anew
+    assert manager.status("demo").state == "ready" and Path(log_path).is_file()
+    await asyncio.wait_for(manager.aclose(), 20)
+    assert not folder.exists()
+
+
+async def test_closing_at_kernel_exit_removes_the_log_folder_the_manager_made() -> None:
+    config = parse_config({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}, environ={})
+    manager = MCPManager(ToolRegistry(), config=config)
+
+    def kernel_life() -> str | None:
+        """Start the server on a loop of its own, then close as the kernel does at exit: the loop stopped."""
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(asyncio.wait_for(manager.start(), 30))
+            log_path = manager.status("demo").log_path
+            assert log_path is not None and Path(log_path).parent.is_dir()
+            manager.close()
+            return log_path
+        finally:
+            loop.close()
+
+    log_path = await asyncio.to_thread(kernel_life)
+    assert log_path is not None and not Path(log_path).parent.exists()
+    assert [c for c in child_commands() if DEMO in c] == []
