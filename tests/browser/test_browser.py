@@ -35,6 +35,7 @@ import re
 import shutil
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ if not CHROMIUM.exists():
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
+import httpx2  # noqa: E402
 import nbformat  # noqa: E402
 from playwright import sync_api  # noqa: E402
 
@@ -261,11 +263,24 @@ class Lab:
 def choose_the_kernel_if_asked(lab: Lab) -> None:
     """A Shift+Enter before the notebook's session has its kernel (a loaded machine, the page just
     opened) makes JupyterLab and Notebook 7 ask which kernel to start ("Select Kernel", modal: it
-    takes every click). Answer as a user would: the kernel it proposes, the notebook's own."""
+    takes every click). Answer as a user would: when the server already runs a kernel for the
+    notebook (the page is still connecting to it), Cancel and keep it; Select would start another
+    and shut that one down, and under collaboration the page then lost its next cells' runs (a run
+    beside a CPU hog: a cell's `[*]` went back to `[ ]`). With no kernel, Select the one proposed."""
     dialog = lab.page.locator(".jp-Dialog", has_text="Select Kernel")
     if dialog.count():
-        dialog.first.locator(".jp-Dialog-button.jp-mod-accept").click()
+        button = ".jp-Dialog-button.jp-mod-reject" if notebook_has_a_kernel(lab) else ".jp-Dialog-button.jp-mod-accept"
+        dialog.first.locator(button).click()
         dialog.first.wait_for(state="detached", timeout=10_000)
+
+
+def notebook_has_a_kernel(lab: Lab) -> bool:
+    """Whether the server runs a kernel for the notebook the page shows (its URL ends with the session's path)."""
+    shown = urllib.parse.unquote(urllib.parse.urlparse(lab.page.url).path)
+    sessions = httpx2.get(
+        f"{lab.server.url}/api/sessions", headers={"Authorization": f"token {lab.server.token}"}, timeout=30
+    ).json()
+    return any(session.get("kernel") and shown.endswith("/" + session["path"]) for session in sessions)
 
 
 # Every distinct text a cell's part shows, as the page renders it (a MutationObserver): a state
