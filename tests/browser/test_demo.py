@@ -120,9 +120,16 @@ def test_2_plot_asks_on_its_card_then_shows_the_figure(lab: Lab) -> None:
     assert cell.get_by_role("button", name="Deny").is_visible()
     shot(lab, "demo_plot_approval.png", at=approve)
     approve.click()
-    shown = str(lab.wait(lambda: (t := lab.text(lab.output(CELL_PLOT))) and DONE in t and t, 40, "the plot's answer"))
+    # the live view says Done a moment before the transcript takes its place (seconds on a loaded
+    # machine): a card opened in the live view goes with it, so the card clicked is the transcript's
+    transcript = lab.output(CELL_PLOT).locator(".jp-AgentikTranscript")
+    shown = str(
+        lab.wait(
+            lambda: transcript.count() == 1 and (t := lab.text(transcript)) and DONE in t and t, 40, "the transcript"
+        )
+    )
     assert "figure is in the tool card" in shown and "You asked" not in shown and "image(s)" not in shown, shown
-    card = lab.output(CELL_PLOT).locator("details.agentik-tool").first
+    card = transcript.locator("details.agentik-tool").first
     card.locator(":scope > summary").click()
     lab.wait(
         lambda: card.locator("img").count() >= 1 and card.locator("img").first.is_visible(),
