@@ -34,6 +34,9 @@ CELL_LOAD, CELL_CODE, CELL_LONG = range(3)
 SOURCES = ["%load_ext agentik_jupyter", "%%agent\nRun my code.", "%%agent\nWrite a long essay."]
 CODE = "total = 2 + 3\nprint('TOTAL', total)"
 LONG = " ".join(f"word{i}" for i in range(600))
+CHUNK_DELAY = 0.02
+HELD = 5.0
+"""The fake model's pace per chunk while Stop is clicked."""
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root.mkdir()
     write_code_cells(root / NOTEBOOK, SOURCES)
     with (
-        shared_llm(chunk_delay=0.02) as srv,
+        shared_llm(chunk_delay=CHUNK_DELAY) as srv,
         lab_server(root, home, srv, artifact="small_things") as server,
         browser_lab(srv, server, artifact="small_things", height=1200) as lab,
     ):
@@ -99,8 +102,13 @@ def test_2_a_stopped_turn_reads_the_same_in_its_cell_and_the_sidebar(lab: Lab) -
     run_cell(lab, CELL_LONG)
     out = lab.output(CELL_LONG)
     lab.wait(lambda: "word20" in lab.text(out), 60, "the long answer to stream")
+    # The model holds while Stop is clicked: the button sits below the streaming text, which wraps a
+    # line every ~0.3 s here, and beside a CPU hog a click whose press and release straddled a wrap
+    # reached no button (the answer ran to its end).
+    lab.srv.chunk_delay = HELD
     out.get_by_role("button", name="Stop").click()
     lab.wait(lambda: "■ Stopped" in lab.text(out), 30, "the cell to say it stopped")
+    lab.srv.chunk_delay = CHUNK_DELAY
     assert "word599" not in lab.text(out)
 
     lab.page.locator('.jp-SideBar [data-id="agentik-sessions"]').click()
