@@ -84,6 +84,8 @@ from tests.shared_servers import (  # noqa: E402
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 OUR_EXTENSION = "agentik-jupyter"
 CHUNK_DELAY = 0.05  # seconds between streamed chunks (one word each): slow enough to watch
+HELD_CHUNK_DELAY = 5.0
+"""The pace while a button below a streaming answer is clicked: the text holds still under the click."""
 NOTEBOOK = "browser_demo.ipynb"
 WIDGET_ERROR = "Error displaying widget"
 
@@ -674,9 +676,11 @@ def test_3b_cell_right_after_a_panel_answer_starts_at_once_and_stops(lab: Lab) -
     lab.cell(CELL_LONG).locator(".jp-InputArea-prompt").click()
     lab.page.keyboard.press("Shift+Enter")
     lab.wait(lambda: "Long essay: w0" in lab.text(out), 15, "the long answer to start, no other cell run")
+    lab.srv.chunk_delay = HELD_CHUNK_DELAY  # (Stop sits below the text: a line that wraps under the click moves it)
     stop = out.get_by_role("button", name="Stop")
     stop.click()
     lab.wait(lambda: "Stopped" in lab.text(out), 10, "the cell to say Stopped (the answer streams for 30 s)")
+    lab.srv.chunk_delay = CHUNK_DELAY
     # the turn ended: its Rewind (drawn once the kernel said it can be rewound) comes last
     rewind = out.get_by_role("button", name=re.compile(r"^\W*Rewind$"))
     lab.wait(lambda: rewind.count() and rewind.is_visible(), 30, "the stopped turn's Rewind")

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.browser.test_browser import (  # noqa: E402  (skips the module when chromium is missing)
+    HELD_CHUNK_DELAY,
     Lab,
     browser_lab,
     lab_server,
@@ -35,8 +36,6 @@ SOURCES = ["%load_ext agentik_jupyter", "%%agent\nRun my code.", "%%agent\nWrite
 CODE = "total = 2 + 3\nprint('TOTAL', total)"
 LONG = " ".join(f"word{i}" for i in range(600))
 CHUNK_DELAY = 0.02
-HELD = 5.0
-"""The fake model's pace per chunk while Stop is clicked."""
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +104,7 @@ def test_2_a_stopped_turn_reads_the_same_in_its_cell_and_the_sidebar(lab: Lab) -
     # The model holds while Stop is clicked: the button sits below the streaming text, which wraps a
     # line every ~0.3 s here, and beside a CPU hog a click whose press and release straddled a wrap
     # reached no button (the answer ran to its end).
-    lab.srv.chunk_delay = HELD
+    lab.srv.chunk_delay = HELD_CHUNK_DELAY
     out.get_by_role("button", name="Stop").click()
     lab.wait(lambda: "■ Stopped" in lab.text(out), 30, "the cell to say it stopped")
     lab.srv.chunk_delay = CHUNK_DELAY
