@@ -201,9 +201,13 @@ def test_the_waiting_line_shows_the_diff_it_waits_on(lab: Lab) -> None:
         30,
         "the line to say what it waits on",
     )
-    # A slow click: the line re-renders (its elapsed time ticks) between press and release.
-    pressed = show.element_handle()
-    box = show.bounding_box()
+    # A slow click: the line re-renders (its elapsed time ticks) between press and release. (A tick
+    # between finding the button and measuring it leaves no box: find it again.)
+    pressed, box = lab.wait(
+        lambda: (handle := show.element_handle()) and (where := handle.bounding_box()) and (handle, where),
+        10,
+        "the Show it button's place",
+    )
     lab.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     lab.page.mouse.down()
     time.sleep(TICK_S + 0.3)
