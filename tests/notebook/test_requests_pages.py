@@ -152,9 +152,7 @@ def test_a_request_naming_no_page_goes_to_one_page_a_focused_one_first(kernel: R
     first = nth_request(kernel, 0)
     assert first["data"]["page"] is None
     page_says(kernel, "page-a", first, phase="standby", focused=False)
-    page_says(kernel, "page-b", first, phase="standby", focused=True)
-    second = nth_request(kernel, 1)
-    assert second["data"]["page"] == "page-b"
+    second = named_after_standby(kernel, "page-b", first)
     inserts(kernel, "page-b", second)
     kernel.drain(0.5)
     assert len(requests(kernel)) == 2  # nobody else was asked to insert it
